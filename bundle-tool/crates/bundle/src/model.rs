@@ -1,0 +1,154 @@
+//! In-memory form of a registry+v1 bundle.
+//!
+//! Objects are kept as `serde_json::Value` so that any operator's manifests load, including
+//! fields this tool does not know; typed views are accessors over the JSON.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Annotation keys of the bundle format.
+pub mod keys {
+    /// `registry+v1`.
+    pub const MEDIATYPE: &str = "operators.operatorframework.io.bundle.mediatype.v1";
+    /// `manifests/`.
+    pub const MANIFESTS: &str = "operators.operatorframework.io.bundle.manifests.v1";
+    /// `metadata/`.
+    pub const METADATA: &str = "operators.operatorframework.io.bundle.metadata.v1";
+    /// Package name.
+    pub const PACKAGE: &str = "operators.operatorframework.io.bundle.package.v1";
+    /// Comma-separated channels.
+    pub const CHANNELS: &str = "operators.operatorframework.io.bundle.channels.v1";
+    /// Default channel.
+    pub const DEFAULT_CHANNEL: &str = "operators.operatorframework.io.bundle.channel.default.v1";
+}
+
+/// One object of a bundle's `manifests/` folder.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Manifest {
+    /// Path relative to the bundle root, e.g. `manifests/foo.clusterserviceversion.yaml`.
+    pub file: String,
+    /// Index of the document within the file (0 for single-document files).
+    pub doc_index: usize,
+    /// The object.
+    pub object: Value,
+}
+
+impl Manifest {
+    /// `kind` of the object, or "" when missing.
+    pub fn kind(&self) -> &str {
+        self.object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+    /// `apiVersion` of the object, or "" when missing.
+    pub fn api_version(&self) -> &str {
+        self.object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+    /// `metadata.name` of the object, or "" when missing.
+    pub fn name(&self) -> &str {
+        self.object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+}
+
+/// A registry+v1 bundle as found on disk.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Bundle {
+    /// The bundle directory.
+    pub root: PathBuf,
+    /// Every object under `manifests/`, sorted by file name then document index.
+    pub manifests: Vec<Manifest>,
+    /// `metadata/annotations.yaml` `annotations:` map (empty if the file is missing).
+    pub annotations: BTreeMap<String, String>,
+    /// Path of the annotations file relative to the root, if present.
+    pub annotations_file: Option<String>,
+    /// `metadata/dependencies.yaml`, if present.
+    pub dependencies: Option<Value>,
+    /// `metadata/properties.yaml`, if present.
+    pub properties: Option<Value>,
+    /// `LABEL`s of `bundle.Dockerfile` in the root, if present.
+    pub dockerfile_labels: Option<BTreeMap<String, String>>,
+    /// Other files of the bundle (for example `tests/scorecard/config.yaml`), relative paths.
+    pub other_files: Vec<String>,
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str)
+}
+
+impl Bundle {
+    /// The ClusterServiceVersion, if the bundle has one.
+    pub fn csv(&self) -> Option<&Manifest> {
+        self.manifests
+            .iter()
+            .find(|m| m.kind() == "ClusterServiceVersion")
+    }
+    /// CustomResourceDefinitions shipped in the bundle.
+    pub fn crds(&self) -> impl Iterator<Item = &Manifest> {
+        self.manifests
+            .iter()
+            .filter(|m| m.kind() == "CustomResourceDefinition")
+    }
+    /// Package name from the annotations.
+    pub fn package(&self) -> Option<&str> {
+        self.annotations.get(keys::PACKAGE).map(String::as_str)
+    }
+    /// Channels from the annotations, trimmed, empty entries dropped.
+    pub fn channels(&self) -> Vec<String> {
+        self.annotations
+            .get(keys::CHANNELS)
+            .map(|c| {
+                c.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+    /// Default channel from the annotations.
+    pub fn default_channel(&self) -> Option<&str> {
+        self.annotations
+            .get(keys::DEFAULT_CHANNEL)
+            .map(String::as_str)
+    }
+    /// `metadata.name` of the CSV.
+    pub fn csv_name(&self) -> Option<&str> {
+        self.csv().and_then(|m| str_at(&m.object, "/metadata/name"))
+    }
+    /// `spec.version` of the CSV.
+    pub fn version(&self) -> Option<&str> {
+        self.csv().and_then(|m| str_at(&m.object, "/spec/version"))
+    }
+    /// `spec.replaces` of the CSV.
+    pub fn replaces(&self) -> Option<&str> {
+        self.csv()
+            .and_then(|m| str_at(&m.object, "/spec/replaces"))
+            .filter(|s| !s.is_empty())
+    }
+    /// `spec.skips` of the CSV.
+    pub fn skips(&self) -> Vec<String> {
+        self.csv()
+            .and_then(|m| m.object.pointer("/spec/skips"))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+    /// `olm.skipRange` annotation of the CSV.
+    pub fn skip_range(&self) -> Option<&str> {
+        self.csv()
+            .and_then(|m| str_at(&m.object, "/metadata/annotations/olm.skipRange"))
+    }
+}

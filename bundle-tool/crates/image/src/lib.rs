@@ -1,0 +1,1 @@
+//! Daemonless, reproducible OCI images: builder, OCI layout, registry push, inspect

@@ -1,0 +1,1 @@
+//! Catalog server speaking operator-registry's api.Registry gRPC API

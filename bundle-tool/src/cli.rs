@@ -1,0 +1,54 @@
+//! The command-line grammar of bundle-tool.
+
+use crate::cmd;
+use crate::output::GlobalArgs;
+use clap::{Parser, Subcommand};
+
+/// Build, validate, release, publish and install OLM operator bundles and catalogs.
+#[derive(Parser, Debug)]
+#[command(name = "bundle-tool", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// Options shared by every command.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Generate CRDs or a registry+v1 bundle.
+    #[command(subcommand)]
+    Generate(cmd::generate::GenerateCommand),
+    /// Validate bundles like `operator-sdk bundle validate`.
+    Validate(cmd::validate::Args),
+    /// Render bundles or catalogs to File-Based Catalog blobs, like `opm render`.
+    Render(cmd::render::Args),
+    /// File-Based Catalog commands.
+    #[command(subcommand)]
+    Catalog(cmd::catalog::CatalogCommand),
+    /// Release a new version: bundle, catalog update, validation and images, in one step.
+    Release(cmd::release::Args),
+    /// Add an already released bundle to another channel.
+    Promote(cmd::promote::Args),
+    /// Show the upgrade graph of a package.
+    Graph(cmd::graph::Args),
+    /// Explain how OLM resolves upgrades.
+    #[command(subcommand)]
+    Explain(cmd::explain::ExplainCommand),
+    /// Build, push and inspect OCI images.
+    #[command(subcommand)]
+    Image(cmd::image::ImageCommand),
+    /// Serve a catalog over operator-registry's gRPC API, like `opm serve`.
+    Serve(cmd::serve::Args),
+    /// Install an operator on a cluster through OLM.
+    Install(cmd::install::Args),
+    /// Show Subscriptions, InstallPlans and CSVs on a cluster.
+    Status(cmd::status::Args),
+    /// Switch a Subscription to another channel.
+    Upgrade(cmd::upgrade::Args),
+    /// Approve a pending manual InstallPlan.
+    Approve(cmd::approve::Args),
+}

@@ -1,0 +1,15 @@
+//! `bundle-tool install` (being built; owned by its issue).
+
+use crate::exit::CmdError;
+use crate::output::GlobalArgs;
+
+/// Arguments of `bundle-tool install`.
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+/// Runs the command.
+pub async fn run(_args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
+    Err(CmdError::msg(
+        "`install` is not available in this build yet",
+    ))
+}

@@ -1,0 +1,13 @@
+//! `bundle-tool serve` (being built; owned by its issue).
+
+use crate::exit::CmdError;
+use crate::output::GlobalArgs;
+
+/// Arguments of `bundle-tool serve`.
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+/// Runs the command.
+pub async fn run(_args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
+    Err(CmdError::msg("`serve` is not available in this build yet"))
+}

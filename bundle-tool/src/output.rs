@@ -1,0 +1,90 @@
+//! Terminal output: logging to stderr, report formats and progress bars.
+//!
+//! Data goes to stdout; progress and logs go to stderr so that `bundle-tool ... > file` captures
+//! only data. Progress bars draw only when stderr is a terminal.
+
+use clap::ValueEnum;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+
+/// Output format of reporting commands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Human-readable text.
+    #[default]
+    Text,
+    /// Machine-readable JSON.
+    Json,
+}
+
+/// Log line format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Plain text.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Options shared by every command.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GlobalArgs {
+    /// More log output (-v: debug, -vv: trace). RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Never draw progress bars.
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+}
+
+/// Starts logging to stderr.
+pub fn init_logging(args: &GlobalArgs) {
+    let default = match args.verbose {
+        0 => "warn,bundle_tool=info,olmkit=info",
+        1 => {
+            "info,bundle_tool=debug,olmkit_core=debug,olmkit_bundle=debug,olmkit_catalog=debug,olmkit_image=debug,olmkit_registry=debug,olmkit_cluster=debug"
+        }
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match args.log_format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.with_target(false).try_init(),
+    };
+}
+
+/// A progress bar on stderr for `len` steps, hidden when stderr is not a terminal or when
+/// `--no-progress` is given.
+pub fn progress(args: &GlobalArgs, len: u64, message: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    if args.no_progress || !std::io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} ({elapsed})")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(message.to_string());
+    bar
+}
+
+/// A spinner on stderr for work of unknown length.
+pub fn spinner(args: &GlobalArgs, message: &str) -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    if args.no_progress || !std::io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    } else {
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    }
+    bar.set_message(message.to_string());
+    bar
+}

@@ -1,0 +1,1 @@
+//! HTTPS conversion webhook for `memcacheds.cache.example.com` (being built).

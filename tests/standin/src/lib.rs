@@ -1,0 +1,1 @@
+//! An in-memory Kubernetes API server stand-in for the project's end-to-end tests

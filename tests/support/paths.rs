@@ -1,0 +1,29 @@
+//! Locations of the workspace, its fixtures and the optional upstream reference data.
+
+use std::path::{Path, PathBuf};
+
+/// Root of the workspace (the directory holding the top-level `Cargo.toml`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// `tests/fixtures`.
+pub fn fixtures() -> PathBuf {
+    workspace_root().join("tests/fixtures")
+}
+
+/// `../shared/reference` next to the workspace, if present. Only upstream-conformance suites
+/// may use it, and they must say loudly when it is absent.
+pub fn upstream_reference() -> Option<PathBuf> {
+    let p = workspace_root().join("../shared/reference");
+    p.is_dir().then_some(p)
+}
+
+/// Prints a loud notice that a conformance suite was skipped.
+pub fn announce_skip(suite: &str, why: &str) {
+    let line = "!".repeat(78);
+    eprintln!("{line}\n!! SKIPPED: {suite}\n!! {why}\n{line}");
+}
