@@ -88,3 +88,13 @@ pub fn spinner(args: &GlobalArgs, message: &str) -> ProgressBar {
     bar.set_message(message.to_string());
     bar
 }
+
+/// Writes data to stdout. A closed pipe (`bundle-tool ... | head`) is not an error.
+pub fn print_data(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
+        _ => Ok(()),
+    }
+}

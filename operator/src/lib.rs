@@ -1,9 +1,11 @@
 //! The Memcached operator.
 //!
 //! Module ownership:
+//! - [`cli`]: the command line (`operator run`, `operator crd`, `operator webhook`).
+//! - [`run`]: `operator run`, the controller process (controller, leader election, metrics,
+//!   health, webhook).
 //! - [`webhook`]: the HTTPS conversion webhook (ConversionReview over rustls, hot cert reload).
-//!
-//! The controller, leader election, metrics, health and CLI modules are added by the operator
-//! foundation work.
 
+pub mod cli;
+pub mod run;
 pub mod webhook;

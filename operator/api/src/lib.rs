@@ -10,6 +10,7 @@
 //! - [`v1beta1`]: replicas, image and memory limit; served.
 //! - [`v1`]: the storage version and conversion hub; served.
 
+pub mod conversion;
 pub mod crd;
 pub mod image_ref;
 pub mod v1;
