@@ -1,1 +1,10 @@
-//! File-Based Catalogs: model, loader, writer, opm-compatible validation, templates, upgrade graphs and explain
+//! File-Based Catalogs: model, loader, writer, opm-compatible validation, templates, upgrade
+//! graphs and explain.
+//!
+//! [`declcfg`] is the on-disk blob format (load and write, no judgement); [`property`] gives
+//! typed views of well-known properties.
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod declcfg;
+pub mod property;

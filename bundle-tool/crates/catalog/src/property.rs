@@ -1,0 +1,104 @@
+//! Typed views of the well-known FBC properties (`olm.package`, `olm.gvk`, ...).
+//!
+//! Properties stay `{type, value}` JSON in the blobs (unknown types pass through untouched);
+//! this module names the types and parses or builds the values the tool works with.
+
+use crate::declcfg::Property;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `olm.package`: the bundle's package name and version.
+pub const PACKAGE: &str = "olm.package";
+/// `olm.gvk`: an API the bundle provides.
+pub const GVK: &str = "olm.gvk";
+/// `olm.package.required`: a package (version range) the bundle needs.
+pub const PACKAGE_REQUIRED: &str = "olm.package.required";
+/// `olm.gvk.required`: an API the bundle needs.
+pub const GVK_REQUIRED: &str = "olm.gvk.required";
+/// `olm.bundle.object`: a manifest of the bundle, base64 (`data`) or a file (`ref`).
+pub const BUNDLE_OBJECT: &str = "olm.bundle.object";
+/// `olm.csv.metadata`: the CSV's display metadata, a compact stand-in for the CSV object.
+pub const CSV_METADATA: &str = "olm.csv.metadata";
+/// `olm.deprecated` (legacy per-bundle deprecation marker).
+pub const DEPRECATED: &str = "olm.deprecated";
+/// `olm.constraint`: a generic dependency constraint.
+pub const CONSTRAINT: &str = "olm.constraint";
+
+/// Value of `olm.package`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PackageValue {
+    /// Package name.
+    pub package_name: String,
+    /// Semver version of the bundle.
+    pub version: String,
+}
+
+/// Value of `olm.gvk` and `olm.gvk.required`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct GvkValue {
+    /// API group.
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// Version.
+    pub version: String,
+}
+
+/// Value of `olm.package.required`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PackageRequiredValue {
+    /// Package name.
+    pub package_name: String,
+    /// Semver range.
+    pub version_range: String,
+}
+
+impl Property {
+    /// `olm.package` with a name and version.
+    pub fn package(name: &str, version: &str) -> Self {
+        Property::new(
+            PACKAGE,
+            serde_json::json!({"packageName": name, "version": version}),
+        )
+    }
+    /// `olm.gvk`.
+    pub fn gvk(group: &str, kind: &str, version: &str) -> Self {
+        Property::new(
+            GVK,
+            serde_json::json!({"group": group, "kind": kind, "version": version}),
+        )
+    }
+    /// `olm.bundle.object` with inline base64 data.
+    pub fn bundle_object(base64: String) -> Self {
+        Property::new(BUNDLE_OBJECT, serde_json::json!({ "data": base64 }))
+    }
+    /// Parses the value as `T`, or explains why it cannot.
+    pub fn parse<T: for<'de> Deserialize<'de>>(&self) -> Result<T, String> {
+        T::deserialize(&self.value).map_err(|e| format!("parse property {:?}: {e}", self.type_))
+    }
+}
+
+/// All `olm.package` values of a property list (parse failures are returned as errors).
+pub fn packages(props: &[Property]) -> Vec<Result<PackageValue, String>> {
+    props
+        .iter()
+        .filter(|p| p.type_ == PACKAGE)
+        .map(Property::parse)
+        .collect()
+}
+
+/// All `olm.gvk` values that parse.
+pub fn gvks(props: &[Property]) -> Vec<GvkValue> {
+    props
+        .iter()
+        .filter(|p| p.type_ == GVK)
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Base64 `data` of an `olm.bundle.object` value, if inline.
+pub fn bundle_object_data(value: &Value) -> Option<&str> {
+    value.get("data").and_then(Value::as_str)
+}
