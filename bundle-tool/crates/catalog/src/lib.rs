@@ -8,3 +8,5 @@
 
 pub mod declcfg;
 pub mod property;
+pub mod validate;
+pub mod version_range;
