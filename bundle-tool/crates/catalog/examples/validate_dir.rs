@@ -9,7 +9,10 @@ fn main() {
         &olmkit_catalog::declcfg::LoadOptions::graph_only(),
     ) {
         Ok((cfg, origins)) => {
-            print!("{}", olmkit_catalog::validate::validate(&cfg, Some(&origins)).render_text())
+            print!(
+                "{}",
+                olmkit_catalog::validate::validate(&cfg, Some(&origins)).render_text()
+            )
         }
         Err(e) => println!("load error: {e}"),
     }

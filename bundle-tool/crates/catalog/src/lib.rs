@@ -7,6 +7,10 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod declcfg;
+pub mod graph;
+pub mod graph_render;
 pub mod property;
+pub mod render;
+pub mod template;
 pub mod validate;
 pub mod version_range;

@@ -199,7 +199,10 @@ fn check_property(p: &crate::declcfg::Property) -> Result<(), String> {
                     .decode(data)
                     .map(|_| ())
                     .map_err(|e| {
-                        format!("parse property of type {:?}: illegal base64 data: {e}", p.type_)
+                        format!(
+                            "parse property of type {:?}: illegal base64 data: {e}",
+                            p.type_
+                        )
                     })
             } else if p.value.get("ref").is_none() {
                 Err(format!(
@@ -335,7 +338,11 @@ pub fn validate(cfg: &DeclarativeConfig, origins: Option<&Origins>) -> Report {
                             c.package, c.name, e.name
                         ),
                     )
-                    .path(object_path(&c.package, Some(&c.name), Some(&e.name))),
+                    .path(object_path(
+                        &c.package,
+                        Some(&c.name),
+                        Some(&e.name),
+                    )),
                     file.as_ref(),
                 );
             }
@@ -978,7 +985,10 @@ fn suggest_head_fix(
                 newest.0, newest.0
             ));
         } else {
-            parts.push(format!("add `replaces: {h}` (or `skips: [{h}]`) to {}", newest.0));
+            parts.push(format!(
+                "add `replaces: {h}` (or `skips: [{h}]`) to {}",
+                newest.0
+            ));
         }
     }
     Some(parts.join("; "))

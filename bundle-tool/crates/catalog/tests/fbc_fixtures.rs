@@ -78,7 +78,10 @@ fn invalid_fixtures_report_only_their_defect() {
         assert!(!rules.is_empty(), "{name}");
         assert!(rules.len() <= 2, "{name}: {}", report.render_text());
         assert!(
-            report.findings.iter().all(|f| f.file.as_deref() == Some("catalog.yaml")),
+            report
+                .findings
+                .iter()
+                .all(|f| f.file.as_deref() == Some("catalog.yaml")),
             "{name}: findings must name the file: {}",
             report.render_json()
         );
@@ -93,8 +96,11 @@ fn valid_fixtures_round_trip() {
         for format in [WriteFormat::Json, WriteFormat::Yaml, WriteFormat::JsonLines] {
             let text = render_config(&cfg, format).unwrap();
             let tmp = tempfile::tempdir().unwrap();
-            std::fs::write(tmp.path().join(format!("catalog.{}", format.extension())), &text)
-                .unwrap();
+            std::fs::write(
+                tmp.path().join(format!("catalog.{}", format.extension())),
+                &text,
+            )
+            .unwrap();
             let (again, _) = load_dir_with_files(tmp.path(), &LoadOptions::default()).unwrap();
             let text2 = render_config(&again, format).unwrap();
             assert_eq!(text, text2, "{} {format:?}", dir.display());

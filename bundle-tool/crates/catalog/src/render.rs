@@ -1,0 +1,463 @@
+//! Rendering a registry+v1 bundle directory into an `olm.bundle` blob, as `opm render` does for
+//! a bundle image.
+//!
+//! Properties follow opm's `ObjectsAndPropertiesFromBundle`: `olm.package` (from the annotations'
+//! package and the CSV version, unless `metadata/properties.yaml` gives one), one `olm.gvk` per
+//! version of every CRD shipped and per owned APIService, `olm.gvk.required` per required CRD or
+//! APIService, `olm.package.required`/`olm.gvk.required`/`olm.constraint` from
+//! `metadata/dependencies.yaml`, the other `properties.yaml` entries, all sorted by type and
+//! value; then either `olm.csv.metadata` (the default of current opm) or one `olm.bundle.object`
+//! per manifest. `relatedImages` are the CSV's, then the bundle image, then the operator
+//! containers' images not listed yet. A bundle directory has no image reference, so the caller
+//! gives one (usually through [`ImageRefTemplate`]).
+
+use crate::declcfg::{Bundle, Property, RelatedImage, SCHEMA_BUNDLE};
+use crate::property;
+use base64::Engine;
+use olmkit_bundle::Bundle as BundleDir;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
+use thiserror::Error;
+
+/// A bundle directory could not be rendered.
+#[derive(Debug, Error)]
+pub enum RenderBundleError {
+    /// The bundle has no ClusterServiceVersion.
+    #[error("{0}: bundle has no ClusterServiceVersion in manifests/")]
+    NoCsv(String),
+    /// A required field is missing.
+    #[error("{dir}: {file}: {field} is missing or empty")]
+    Missing {
+        /// Bundle directory.
+        dir: String,
+        /// File concerned.
+        file: String,
+        /// Field path.
+        field: String,
+    },
+    /// A CRD or CSV field has the wrong shape.
+    #[error("{dir}: {file}: {message}")]
+    Invalid {
+        /// Bundle directory.
+        dir: String,
+        /// File concerned.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The image reference template is unusable.
+    #[error("invalid image reference template {template:?}: {message}")]
+    Template {
+        /// The template.
+        template: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// How to render bundle directories.
+#[derive(Clone, Debug, Default)]
+pub struct RenderOptions {
+    /// Embed every manifest as `olm.bundle.object` instead of `olm.csv.metadata`.
+    pub bundle_objects: bool,
+}
+
+/// A bundle image reference pattern with `{package}`, `{name}` (the CSV name) and `{version}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageRefTemplate(String);
+
+impl ImageRefTemplate {
+    /// Parses a template; it must contain `{version}` or `{name}` so that every bundle gets
+    /// its own image.
+    pub fn parse(template: &str) -> Result<Self, RenderBundleError> {
+        let err = |message: &str| RenderBundleError::Template {
+            template: template.to_string(),
+            message: message.to_string(),
+        };
+        if !template.contains("{version}") && !template.contains("{name}") {
+            return Err(err(
+                "it must contain {version} or {name}, or every bundle would get the same image",
+            ));
+        }
+        let probe = template
+            .replace("{package}", "p")
+            .replace("{name}", "p.v1.0.0")
+            .replace("{version}", "1.0.0");
+        if probe.contains('{') || probe.contains('}') {
+            return Err(err(
+                "unknown placeholder (known: {package}, {name}, {version})",
+            ));
+        }
+        if let Some(e) = crate::validate::image_pullspec_error(&probe) {
+            return Err(err(&format!(
+                "it does not give a valid image reference: {e}"
+            )));
+        }
+        Ok(Self(template.to_string()))
+    }
+    /// The image of one bundle.
+    pub fn expand(&self, package: &str, name: &str, version: &str) -> String {
+        self.0
+            .replace("{package}", package)
+            .replace("{name}", name)
+            .replace("{version}", version)
+    }
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str)
+}
+
+/// Go's `json.Marshal` of a Kubernetes object: keys sorted, compact, `<>&` escaped.
+pub fn go_json_marshal(v: &Value) -> String {
+    let sorted = crate::declcfg::sort_keys(v.clone());
+    let s = sorted.to_string();
+    if s.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
+        s.replace('<', "\\u003c")
+            .replace('>', "\\u003e")
+            .replace('&', "\\u0026")
+            .replace('\u{2028}', "\\u2028")
+            .replace('\u{2029}', "\\u2029")
+    } else {
+        s
+    }
+}
+
+fn sort_props(props: &mut [Property]) {
+    props.sort_by(|a, b| {
+        a.type_
+            .cmp(&b.type_)
+            .then_with(|| a.value.to_string().cmp(&b.value.to_string()))
+    });
+}
+
+/// The `olm.csv.metadata` value of a CSV object.
+pub fn csv_metadata(csv: &Value) -> Value {
+    let mut m = Map::new();
+    let spec = csv.get("spec").cloned().unwrap_or(Value::Null);
+    let non_empty = |v: &Value| match v {
+        Value::Null => false,
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+        _ => true,
+    };
+    if let Some(a) = csv
+        .pointer("/metadata/annotations")
+        .filter(|v| non_empty(v))
+    {
+        m.insert("annotations".into(), crate::declcfg::sort_keys(a.clone()));
+    }
+    // Go marshals these two structs even when empty.
+    m.insert(
+        "apiServiceDefinitions".into(),
+        spec.get("apiservicedefinitions")
+            .cloned()
+            .filter(|v| v.is_object())
+            .unwrap_or_else(|| json!({})),
+    );
+    m.insert(
+        "crdDescriptions".into(),
+        spec.get("customresourcedefinitions")
+            .cloned()
+            .filter(|v| v.is_object())
+            .unwrap_or_else(|| json!({})),
+    );
+    for (out, field) in [
+        ("description", "description"),
+        ("displayName", "displayName"),
+        ("installModes", "installModes"),
+        ("keywords", "keywords"),
+    ] {
+        if let Some(v) = spec.get(field).filter(|v| non_empty(v)) {
+            m.insert(out.into(), v.clone());
+        }
+    }
+    if let Some(l) = csv.pointer("/metadata/labels").filter(|v| non_empty(v)) {
+        m.insert("labels".into(), crate::declcfg::sort_keys(l.clone()));
+    }
+    for (out, field) in [
+        ("links", "links"),
+        ("maintainers", "maintainers"),
+        ("maturity", "maturity"),
+        ("minKubeVersion", "minKubeVersion"),
+        ("nativeAPIs", "nativeAPIs"),
+    ] {
+        if let Some(v) = spec.get(field).filter(|v| non_empty(v)) {
+            m.insert(out.into(), v.clone());
+        }
+    }
+    m.insert(
+        "provider".into(),
+        spec.get("provider")
+            .cloned()
+            .filter(|v| v.is_object())
+            .unwrap_or_else(|| json!({})),
+    );
+    Value::Object(m)
+}
+
+/// Container images of the CSV's install deployments (init containers included), sorted.
+fn operator_images(csv: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let deployments = csv
+        .pointer("/spec/install/spec/deployments")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for d in deployments {
+        for kind in ["containers", "initContainers"] {
+            let Some(cs) = d
+                .pointer(&format!("/spec/template/spec/{kind}"))
+                .and_then(Value::as_array)
+            else {
+                continue;
+            };
+            for c in cs {
+                if let Some(img) = c.get("image").and_then(Value::as_str)
+                    && !img.is_empty()
+                {
+                    out.insert(img.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Renders a loaded bundle directory into an `olm.bundle` blob with the given image.
+pub fn render_bundle(
+    dir: &BundleDir,
+    image: &str,
+    opts: &RenderOptions,
+) -> Result<Bundle, RenderBundleError> {
+    let dir_name = dir.root.display().to_string();
+    let csv_m = dir
+        .csv()
+        .ok_or_else(|| RenderBundleError::NoCsv(dir_name.clone()))?;
+    let csv = &csv_m.object;
+    let missing = |file: &str, field: &str| RenderBundleError::Missing {
+        dir: dir_name.clone(),
+        file: file.to_string(),
+        field: field.to_string(),
+    };
+    let name = str_at(csv, "/metadata/name")
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| missing(&csv_m.file, "metadata.name"))?;
+    let version = str_at(csv, "/spec/version")
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| missing(&csv_m.file, "spec.version"))?;
+    let annotations_file = dir
+        .annotations_file
+        .clone()
+        .unwrap_or_else(|| "metadata/annotations.yaml".into());
+    let package = dir.package().filter(|s| !s.is_empty()).ok_or_else(|| {
+        missing(
+            &annotations_file,
+            "annotations.\"operators.operatorframework.io.bundle.package.v1\"",
+        )
+    })?;
+
+    let mut props: Vec<Property> = Vec::new();
+    let mut package_prop = None;
+    let mut other = Vec::new();
+    if let Some(p) = &dir.properties {
+        let list = p
+            .get("properties")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for item in list {
+            let prop: Property =
+                serde_json::from_value(item).map_err(|e| RenderBundleError::Invalid {
+                    dir: dir_name.clone(),
+                    file: "metadata/properties.yaml".into(),
+                    message: format!("properties: {e}"),
+                })?;
+            if prop.type_ == property::PACKAGE {
+                package_prop = Some(prop);
+            } else {
+                other.push(prop);
+            }
+        }
+    }
+    if let Some(d) = &dir.dependencies {
+        let list = d
+            .get("dependencies")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for (i, item) in list.into_iter().enumerate() {
+            let t = item.get("type").and_then(Value::as_str).unwrap_or("");
+            let v = item.get("value").cloned().unwrap_or(Value::Null);
+            let invalid = |message: String| RenderBundleError::Invalid {
+                dir: dir_name.clone(),
+                file: "metadata/dependencies.yaml".into(),
+                message: format!("dependencies[{i}]: {message}"),
+            };
+            match t {
+                "olm.package" => {
+                    let pn = v.get("packageName").and_then(Value::as_str).unwrap_or("");
+                    let vr = v.get("version").and_then(Value::as_str).unwrap_or("");
+                    if pn.is_empty() || vr.is_empty() {
+                        return Err(invalid(
+                            "olm.package dependencies need packageName and version".into(),
+                        ));
+                    }
+                    props.push(Property::new(
+                        property::PACKAGE_REQUIRED,
+                        json!({"packageName": pn, "versionRange": vr}),
+                    ));
+                }
+                "olm.gvk" => {
+                    let g = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                    props.push(Property::new(
+                        property::GVK_REQUIRED,
+                        json!({"group": g("group"), "kind": g("kind"), "version": g("version")}),
+                    ));
+                }
+                "olm.constraint" => props.push(Property::new(property::CONSTRAINT, v)),
+                "olm.label" => props.push(Property::new("olm.label.required", v)),
+                other => return Err(invalid(format!("unknown dependency type {other:?}"))),
+            }
+        }
+    }
+    props.push(package_prop.unwrap_or_else(|| Property::package(package, version)));
+
+    let mut provided: BTreeSet<(String, String, String)> = BTreeSet::new();
+    for crd in dir.crds() {
+        let group = str_at(&crd.object, "/spec/group").unwrap_or("").to_string();
+        let kind = str_at(&crd.object, "/spec/names/kind")
+            .unwrap_or("")
+            .to_string();
+        if group.is_empty() || kind.is_empty() {
+            return Err(RenderBundleError::Invalid {
+                dir: dir_name.clone(),
+                file: crd.file.clone(),
+                message: "CustomResourceDefinition needs spec.group and spec.names.kind".into(),
+            });
+        }
+        for v in crd
+            .object
+            .pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(vn) = v.get("name").and_then(Value::as_str) {
+                provided.insert((group.clone(), kind.clone(), vn.to_string()));
+            }
+        }
+        if let Some(vn) = str_at(&crd.object, "/spec/version").filter(|s| !s.is_empty()) {
+            provided.insert((group.clone(), kind.clone(), vn.to_string()));
+        }
+    }
+    let apis = |p: &str| -> Vec<Value> {
+        csv.pointer(p)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for a in apis("/spec/apiservicedefinitions/owned") {
+        let g = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        provided.insert((g("group"), g("kind"), g("version")));
+    }
+    for (g, k, v) in &provided {
+        props.push(Property::gvk(g, k, v));
+    }
+    let mut required: BTreeSet<(String, String, String)> = BTreeSet::new();
+    for (i, a) in apis("/spec/customresourcedefinitions/required")
+        .iter()
+        .enumerate()
+    {
+        let name = a.get("name").and_then(Value::as_str).unwrap_or("");
+        let Some((_plural, group)) = name.split_once('.') else {
+            return Err(RenderBundleError::Invalid {
+                dir: dir_name.clone(),
+                file: csv_m.file.clone(),
+                message: format!(
+                    "spec.customresourcedefinitions.required[{i}].name: couldn't parse plural.group from crd name: {name}"
+                ),
+            });
+        };
+        let g = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        required.insert((group.to_string(), g("kind"), g("version")));
+    }
+    for a in apis("/spec/apiservicedefinitions/required") {
+        let g = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        required.insert((g("group"), g("kind"), g("version")));
+    }
+    for (g, k, v) in &required {
+        props.push(Property::new(
+            property::GVK_REQUIRED,
+            json!({"group": g, "kind": k, "version": v}),
+        ));
+    }
+    props.extend(other);
+    sort_props(&mut props);
+    if opts.bundle_objects {
+        for m in &dir.manifests {
+            let data = base64::engine::general_purpose::STANDARD.encode(go_json_marshal(&m.object));
+            props.push(Property::bundle_object(data));
+        }
+    } else {
+        props.push(Property::new(property::CSV_METADATA, csv_metadata(csv)));
+    }
+
+    let mut related: Vec<RelatedImage> = csv
+        .pointer("/spec/relatedImages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|r| RelatedImage {
+            name: r.get("name").and_then(Value::as_str).unwrap_or("").into(),
+            image: r.get("image").and_then(Value::as_str).unwrap_or("").into(),
+        })
+        .collect();
+    let mut seen: BTreeSet<String> = related.iter().map(|r| r.image.clone()).collect();
+    if !image.is_empty() && !seen.contains(image) {
+        related.push(RelatedImage {
+            name: String::new(),
+            image: image.to_string(),
+        });
+        seen.insert(image.to_string());
+    }
+    for img in operator_images(csv) {
+        if seen.insert(img.clone()) {
+            related.push(RelatedImage {
+                name: String::new(),
+                image: img,
+            });
+        }
+    }
+
+    Ok(Bundle {
+        schema: SCHEMA_BUNDLE.into(),
+        name: name.to_string(),
+        package: package.to_string(),
+        image: image.to_string(),
+        properties: props,
+        related_images: related,
+        omitted_objects: 0,
+    })
+}
+
+/// Upgrade edges a bundle declares in its CSV (for building channels from bundles).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeclaredEdges {
+    /// `spec.replaces`.
+    pub replaces: String,
+    /// `spec.skips`.
+    pub skips: Vec<String>,
+    /// `metadata.annotations["olm.skipRange"]`.
+    pub skip_range: String,
+}
+
+/// The edges of a bundle directory's CSV.
+pub fn declared_edges(dir: &BundleDir) -> DeclaredEdges {
+    DeclaredEdges {
+        replaces: dir.replaces().unwrap_or("").to_string(),
+        skips: dir.skips(),
+        skip_range: dir.skip_range().unwrap_or("").to_string(),
+    }
+}
