@@ -1,1 +1,18 @@
-//! Daemonless, reproducible OCI images: builder, OCI layout, registry push, inspect
+//! Daemonless, reproducible OCI images: builder, OCI layout, registry push, inspect.
+//!
+//! The crate is split the way the data flows: [`tree`] (the files of a layer) → [`layer`]
+//! (deterministic tar+gzip) → [`build`] (pure "files → image" builder producing exact
+//! manifest/config bytes) → writers: [`layout`] (OCI image layout directory) and [`push`]
+//! (any OCI registry). [`inspect`] reads images back from either place.
+
+pub mod build;
+pub mod elf;
+pub mod images;
+pub mod digest;
+pub mod layer;
+pub mod tree;
+
+pub use build::{BuildImageError, Image, ImageSpec, LayerSpec, Platform, RuntimeConfig, build_image};
+pub use digest::Digest;
+pub use layer::Blob;
+pub use tree::{FileTree, Owner};
