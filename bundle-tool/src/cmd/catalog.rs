@@ -1,13 +1,208 @@
-//! `bundle-tool catalog ...` (being built; owned by its issue).
+//! `bundle-tool catalog ...`: validate a File-Based Catalog like `opm validate`, check its
+//! upgrade graphs for channel switches that go nowhere, verify it against the bundle
+//! directories it was rendered from, and build one from bundle directories.
 
-use crate::exit::CmdError;
-use crate::output::GlobalArgs;
+use crate::exit::{CmdError, ResultExt};
+use crate::output::{GlobalArgs, OutputFormat, print_data, spinner};
+use olmkit_catalog::declcfg::{self, LoadOptions, load::load_dir_with_files};
+use olmkit_catalog::render::{ImageRefTemplate, RenderOptions};
+use olmkit_catalog::{explain, graph, layout, validate};
+use olmkit_core::findings::{Finding, Report};
+use std::path::PathBuf;
 
 /// Subcommands of `bundle-tool catalog`.
 #[derive(clap::Subcommand, Debug)]
-pub enum CatalogCommand {}
+pub enum CatalogCommand {
+    /// Validate a catalog directory with every rule `opm validate` enforces.
+    Validate(ValidateArgs),
+    /// Validate, then warn about channels a user could switch to without reaching any bundle.
+    Check(ValidateArgs),
+    /// Check that the catalog's bundles are exactly what the bundle directories render to.
+    Verify(VerifyArgs),
+    /// Build a catalog from bundle directories (channels from their annotations and CSV
+    /// replaces/skips/skipRange, as registry+v1 indexes did) and print it.
+    FromBundles(FromBundlesArgs),
+}
+
+/// Arguments of `catalog validate` and `catalog check`.
+#[derive(clap::Args, Debug)]
+pub struct ValidateArgs {
+    /// Catalog directory.
+    #[arg(value_name = "DIR", default_value = "catalog")]
+    pub dir: PathBuf,
+    /// Report format.
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+}
+
+/// Arguments of `catalog verify`.
+#[derive(clap::Args, Debug)]
+pub struct VerifyArgs {
+    /// Catalog directory.
+    #[arg(long, default_value = "catalog")]
+    pub catalog_dir: PathBuf,
+    /// A bundle directory or a folder of them (repeatable).
+    #[arg(long = "bundles", value_name = "DIR", default_value = "bundle")]
+    pub bundles: Vec<PathBuf>,
+}
+
+/// Arguments of `catalog from-bundles`.
+#[derive(clap::Args, Debug)]
+pub struct FromBundlesArgs {
+    /// A bundle directory or a folder of them (repeatable).
+    #[arg(required = true, value_name = "DIR")]
+    pub bundles: Vec<PathBuf>,
+    /// Image reference of each bundle ({package}, {name}, {version}).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub image_ref_template: String,
+    /// Embed manifests as olm.bundle.object.
+    #[arg(long)]
+    pub bundle_object: bool,
+    /// How channels are linked: replaces-mode (the CSVs' edges) or semver-mode (each bundle
+    /// replaces the next lower version). Default: the `updateGraph` of a ci.yaml next to the
+    /// bundles, else replaces-mode.
+    #[arg(long, value_enum)]
+    pub update_graph: Option<UpdateGraphArg>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = super::render::FbcFormat::Yaml)]
+    pub output: super::render::FbcFormat,
+}
+
+/// `--update-graph` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum UpdateGraphArg {
+    /// The CSVs' replaces/skips/skipRange.
+    ReplacesMode,
+    /// Ordered by version, each replacing the next lower one.
+    SemverMode,
+}
+
+fn print_report(report: &Report, format: OutputFormat) -> Result<(), CmdError> {
+    let text = match format {
+        OutputFormat::Text => report.render_text(),
+        OutputFormat::Json => report.render_json(),
+    };
+    print_data(&text).unexpected_err()?;
+    if report.has_errors() {
+        Err(CmdError::Reported)
+    } else {
+        Ok(())
+    }
+}
+
+/// Loads and validates a catalog directory: load errors become a one-finding report.
+pub fn validate_dir(
+    dir: &std::path::Path,
+    g: &GlobalArgs,
+) -> Result<(Report, declcfg::DeclarativeConfig), CmdError> {
+    let sp = spinner(g, &format!("validating {}", dir.display()));
+    let loaded = load_dir_with_files(dir, &LoadOptions::graph_only());
+    sp.finish_and_clear();
+    match loaded {
+        Ok((cfg, origins)) => Ok((validate::validate(&cfg, Some(&origins)), cfg)),
+        Err(declcfg::LoadCatalogError::NotADirectory(p)) => Err(CmdError::msg(format!(
+            "{}: not a catalog directory (no such directory)",
+            p.display()
+        ))
+        .hint("pass the directory that holds the catalog's YAML/JSON files")),
+        Err(e) => {
+            let mut r = Report::new();
+            r.push(Finding::error("load", e.to_string()).hint(
+                "every file of a catalog directory (except what .indexignore excludes) must be YAML or JSON blobs with a `schema`",
+            ));
+            Ok((r, declcfg::DeclarativeConfig::default()))
+        }
+    }
+}
 
 /// Runs the command.
-pub async fn run(command: CatalogCommand, _g: &GlobalArgs) -> Result<(), CmdError> {
-    match command {}
+pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError> {
+    match command {
+        CatalogCommand::Validate(a) => {
+            let (report, _) = validate_dir(&a.dir, g)?;
+            print_report(&report, a.output)
+        }
+        CatalogCommand::Check(a) => {
+            let (mut report, cfg) = validate_dir(&a.dir, g)?;
+            for pg in graph::package_graphs(&cfg) {
+                for gap in explain::channel_switch_gaps(&pg) {
+                    report.push(
+                        Finding::warning(
+                            "channel-switch",
+                            format!(
+                                "a Subscription on {} switched to channel {} stays where it is: {} cannot upgrade into {}",
+                                gap.from_channel,
+                                gap.to_channel,
+                                gap.stranded.join(", "),
+                                gap.to_channel
+                            ),
+                        )
+                        .path(validate::object_path(&gap.package, Some(&gap.to_channel), None))
+                        .hint(gap.suggestion),
+                    );
+                }
+            }
+            report.normalize();
+            print_report(&report, a.output)
+        }
+        CatalogCommand::Verify(a) => {
+            let mut dirs = Vec::new();
+            for d in &a.bundles {
+                for dir in layout::find_bundle_dirs(d)
+                    .map_err(|e| CmdError::msg(format!("cannot read {}: {e}", d.display())))?
+                {
+                    dirs.push(olmkit_bundle::load_bundle_dir(&dir).user_err()?);
+                }
+            }
+            let report = layout::verify(&a.catalog_dir, &dirs).user_err()?;
+            print_data(&report.render_text()).unexpected_err()?;
+            if report.is_clean() {
+                Ok(())
+            } else {
+                Err(CmdError::Reported)
+            }
+        }
+        CatalogCommand::FromBundles(a) => {
+            let t = ImageRefTemplate::parse(&a.image_ref_template).user_err()?;
+            let mode = match a.update_graph {
+                Some(UpdateGraphArg::SemverMode) => layout::UpdateGraph::SemverMode,
+                Some(UpdateGraphArg::ReplacesMode) => layout::UpdateGraph::ReplacesMode,
+                None => a
+                    .bundles
+                    .iter()
+                    .find_map(|d| layout::UpdateGraph::from_ci_yaml(d))
+                    .unwrap_or_default(),
+            };
+            let mut bundles = Vec::new();
+            for d in &a.bundles {
+                let dirs = layout::find_bundle_dirs(d)
+                    .map_err(|e| CmdError::msg(format!("cannot read {}: {e}", d.display())))?;
+                if dirs.is_empty() {
+                    return Err(CmdError::msg(format!(
+                        "{}: no bundle directory (nothing with a manifests/ folder)",
+                        d.display()
+                    )));
+                }
+                for dir in dirs {
+                    let b = olmkit_bundle::load_bundle_dir(&dir).user_err()?;
+                    let image = t.expand(
+                        b.package().unwrap_or(""),
+                        b.csv_name().unwrap_or(""),
+                        b.version().unwrap_or(""),
+                    );
+                    bundles.push((b, image));
+                }
+            }
+            let cfg = layout::catalog_from_bundles(
+                &bundles,
+                &RenderOptions {
+                    bundle_objects: a.bundle_object,
+                },
+                mode,
+            )
+            .user_err()?;
+            let text = declcfg::render_config(&cfg, a.output.into()).unexpected_err()?;
+            print_data(&text).unexpected_err()
+        }
+    }
 }

@@ -1,13 +1,172 @@
-//! `bundle-tool render` (being built; owned by its issue).
+//! `bundle-tool render`: bundle directories, catalog directories, FBC files and catalog
+//! templates to File-Based Catalog blobs on stdout, like `opm render` and
+//! `opm alpha render-template`.
 
-use crate::exit::CmdError;
-use crate::output::GlobalArgs;
+use crate::exit::{CmdError, ResultExt};
+use crate::output::{GlobalArgs, print_data};
+use clap::ValueEnum;
+use olmkit_catalog::declcfg::{self, DeclarativeConfig, LoadOptions, WriteFormat};
+use olmkit_catalog::render::{ImageRefTemplate, RenderOptions, render_bundle};
+use olmkit_catalog::template::{self, BundlesByImage};
+use std::path::{Path, PathBuf};
+
+/// Output format of rendered blobs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum FbcFormat {
+    /// opm's JSON (4-space indent).
+    #[default]
+    Json,
+    /// opm's YAML (`---` separated, keys sorted).
+    Yaml,
+    /// One compact JSON object per line (catalogd's form).
+    Jsonl,
+}
+
+impl From<FbcFormat> for WriteFormat {
+    fn from(f: FbcFormat) -> Self {
+        match f {
+            FbcFormat::Json => WriteFormat::Json,
+            FbcFormat::Yaml => WriteFormat::Yaml,
+            FbcFormat::Jsonl => WriteFormat::JsonLines,
+        }
+    }
+}
 
 /// Arguments of `bundle-tool render`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Bundle directories (with manifests/), catalog directories, FBC files or catalog
+    /// templates (olm.template.basic, olm.semver).
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = FbcFormat::Json)]
+    pub output: FbcFormat,
+    /// Embed every manifest as olm.bundle.object instead of olm.csv.metadata.
+    #[arg(long)]
+    pub bundle_object: bool,
+    /// Image reference of rendered bundle directories, with {package}, {name} and {version}
+    /// (e.g. quay.io/example/{package}-bundle:v{version}).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub image_ref_template: Option<String>,
+    /// Bundle directories (or folders of them) that templates may reference by image; their
+    /// images come from --image-ref-template.
+    #[arg(long = "bundles", value_name = "DIR")]
+    pub bundles: Vec<PathBuf>,
+    /// Catalogs whose bundles templates may reference by image.
+    #[arg(long = "catalog", value_name = "DIR")]
+    pub catalogs: Vec<PathBuf>,
+}
+
+fn template_for(args: &Args) -> Result<ImageRefTemplate, CmdError> {
+    let t = args.image_ref_template.as_deref().ok_or_else(|| {
+        CmdError::msg("a bundle directory has no image reference")
+            .hint("pass --image-ref-template, e.g. --image-ref-template 'quay.io/example/{package}-bundle:v{version}'")
+    })?;
+    ImageRefTemplate::parse(t).user_err()
+}
+
+/// Renders one bundle directory with the image from the template.
+pub fn render_bundle_dir(
+    dir: &Path,
+    template: &ImageRefTemplate,
+    opts: &RenderOptions,
+) -> Result<declcfg::Bundle, CmdError> {
+    let b = olmkit_bundle::load_bundle_dir(dir).user_err()?;
+    let (Some(package), Some(name), Some(version)) = (b.package(), b.csv_name(), b.version())
+    else {
+        // render_bundle names the missing field precisely.
+        return render_bundle(&b, "", opts).user_err();
+    };
+    let image = template.expand(package, name, version);
+    render_bundle(&b, &image, opts).user_err()
+}
+
+fn is_template_file(path: &Path) -> Result<Option<serde_json::Value>, CmdError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| CmdError::msg(format!("cannot read {}: {e}", path.display())))?;
+    let name = path.display().to_string();
+    let docs = olmkit_core::docs::parse_documents(&name, &bytes).user_err()?;
+    match docs.as_slice() {
+        [one]
+            if matches!(
+                template::template_schema(one),
+                Some(template::SCHEMA_BASIC) | Some(template::SCHEMA_SEMVER)
+            ) =>
+        {
+            Ok(docs.into_iter().next())
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Renders every input into one catalog.
+pub fn render_inputs(args: &Args) -> Result<DeclarativeConfig, CmdError> {
+    let opts = RenderOptions {
+        bundle_objects: args.bundle_object,
+    };
+    let mut out = DeclarativeConfig::default();
+    let mut source: Option<BundlesByImage> = None;
+    for input in &args.inputs {
+        if input.is_dir() && input.join("manifests").is_dir() {
+            out.bundles
+                .push(render_bundle_dir(input, &template_for(args)?, &opts)?);
+        } else if input.is_dir() {
+            let cfg = declcfg::load_dir(input, &LoadOptions::default()).user_err()?;
+            out.merge(cfg);
+        } else if let Some(doc) = is_template_file(input)? {
+            if source.is_none() {
+                source = Some(bundle_source(args, &opts)?);
+            }
+            let src = source
+                .as_ref()
+                .ok_or_else(|| CmdError::msg("no bundle source"))?;
+            let cfg = template::render_template(&input.display().to_string(), &doc, src)
+                .user_hint("templates name bundles by image: pass --bundles DIR with --image-ref-template, or --catalog DIR, so that bundle-tool can find them")?;
+            out.merge(cfg);
+        } else if input.is_file() {
+            let name = input.display().to_string();
+            for at in declcfg::load_file(input, &name, &LoadOptions::default()).user_err()? {
+                out.push(at.blob);
+            }
+        } else {
+            return Err(CmdError::msg(format!(
+                "{}: no such file or directory",
+                input.display()
+            )));
+        }
+    }
+    Ok(out)
+}
+
+fn bundle_source(args: &Args, opts: &RenderOptions) -> Result<BundlesByImage, CmdError> {
+    let mut src = BundlesByImage::default();
+    for c in &args.catalogs {
+        let cfg = declcfg::load_dir(c, &LoadOptions::default()).user_err()?;
+        src.extend(cfg.bundles);
+    }
+    if !args.bundles.is_empty() {
+        let t = template_for(args)?;
+        for d in &args.bundles {
+            let dirs = olmkit_catalog::layout::find_bundle_dirs(d)
+                .map_err(|e| CmdError::msg(format!("cannot read {}: {e}", d.display())))?;
+            if dirs.is_empty() {
+                return Err(CmdError::msg(format!(
+                    "{}: no bundle directory (nothing with a manifests/ folder)",
+                    d.display()
+                )));
+            }
+            for dir in dirs {
+                src.extend([render_bundle_dir(&dir, &t, opts)?]);
+            }
+        }
+    }
+    Ok(src)
+}
 
 /// Runs the command.
-pub async fn run(_args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
-    Err(CmdError::msg("`render` is not available in this build yet"))
+pub async fn run(args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
+    let cfg = render_inputs(&args)?;
+    let text = declcfg::render_config(&cfg, args.output.into()).unexpected_err()?;
+    print_data(&text).unexpected_err()
 }

@@ -7,9 +7,12 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod declcfg;
+pub mod explain;
 pub mod graph;
 pub mod graph_render;
+pub mod layout;
 pub mod property;
+pub mod release;
 pub mod render;
 pub mod template;
 pub mod validate;
