@@ -1,0 +1,583 @@
+//! `status`: Subscriptions, InstallPlans and CSVs of a namespace (or all), laid out like
+//! `kubectl get csv`, with each Subscription's channel and its next upgrade.
+//!
+//! The next upgrade comes first from OLM itself (a Subscription whose `currentCSV` differs from
+//! its `installedCSV` is mid-upgrade, possibly waiting for an approval), then from the local
+//! catalog through an [`UpgradeOracle`] (the explain logic: which CSV the channel leads to next
+//! from the installed one). Gathering does the I/O; building and rendering the report are pure.
+
+use crate::client::{Cluster, ClusterError};
+use crate::olm::{
+    Condition, Csv, InstallPlan, Subscription, csv_resource, install_plan_resource,
+    subscription_resource,
+};
+use crate::table::Table;
+use serde::Serialize;
+
+/// Answers "where does channel `channel` of `package` lead from `from`, one InstallPlan on?".
+pub trait UpgradeOracle {
+    /// The next CSV OLM v0 would install, `None` at the channel head or when unknown.
+    fn next_hop(&self, package: &str, channel: &str, from: &str) -> Option<String>;
+}
+
+/// What `status` shows about one Subscription.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionRow {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// Package.
+    pub package: String,
+    /// Channel ("" = default channel).
+    pub channel: String,
+    /// CatalogSource (namespace/name).
+    pub source: String,
+    /// Automatic or Manual.
+    pub approval: String,
+    /// OLM's state.
+    pub state: String,
+    /// Installed CSV.
+    #[serde(rename = "installedCSV")]
+    pub installed_csv: String,
+    /// CSV OLM progresses to.
+    #[serde(rename = "currentCSV")]
+    pub current_csv: String,
+    /// The next upgrade, if any.
+    pub next: Option<NextUpgrade>,
+    /// Conditions that are True.
+    pub conditions: Vec<Condition>,
+}
+
+/// The next upgrade of a Subscription and where that knowledge comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NextUpgrade {
+    /// The CSV.
+    pub csv: String,
+    /// `subscription` (OLM is on it) or `catalog` (the local catalog says so).
+    pub source: String,
+    /// Extra state, e.g. `needs approval`.
+    pub note: String,
+}
+
+/// What `status` shows about one InstallPlan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstallPlanRow {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// CSVs it installs.
+    pub csvs: Vec<String>,
+    /// Automatic or Manual.
+    pub approval: String,
+    /// Approved.
+    pub approved: bool,
+    /// Phase.
+    pub phase: String,
+}
+
+/// What `status` shows about one CSV (the `kubectl get csv` columns).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CsvRow {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// Display name.
+    pub display: String,
+    /// Version.
+    pub version: String,
+    /// Release.
+    pub release: String,
+    /// Replaces.
+    pub replaces: String,
+    /// Phase.
+    pub phase: String,
+    /// Reason of the phase.
+    pub reason: String,
+    /// Message of the phase.
+    pub message: String,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusReport {
+    /// The namespace, or None for all namespaces.
+    pub namespace: Option<String>,
+    /// Subscriptions.
+    pub subscriptions: Vec<SubscriptionRow>,
+    /// InstallPlans.
+    pub install_plans: Vec<InstallPlanRow>,
+    /// CSVs (copies OLM makes in target namespaces are left out).
+    pub cluster_service_versions: Vec<CsvRow>,
+    /// Copied CSVs left out.
+    pub copied_csvs_hidden: usize,
+    /// Things that need attention, one line each.
+    pub attention: Vec<String>,
+}
+
+/// Reads the three kinds from the cluster.
+pub async fn gather(
+    cluster: &Cluster,
+    namespace: Option<&str>,
+) -> Result<(Vec<Subscription>, Vec<InstallPlan>, Vec<Csv>), ClusterError> {
+    let subs = cluster.list(&subscription_resource(), namespace).await?;
+    let ips = cluster.list(&install_plan_resource(), namespace).await?;
+    let csvs = cluster.list(&csv_resource(), namespace).await?;
+    Ok((subs, ips, csvs))
+}
+
+fn sorted_by_ns_name<T>(mut v: Vec<T>, key: impl Fn(&T) -> (String, String)) -> Vec<T> {
+    v.sort_by_key(|x| key(x));
+    v
+}
+
+/// Builds the report (pure).
+pub fn build_report(
+    namespace: Option<&str>,
+    subs: Vec<Subscription>,
+    ips: Vec<InstallPlan>,
+    csvs: Vec<Csv>,
+    oracle: Option<&dyn UpgradeOracle>,
+) -> StatusReport {
+    let subs = sorted_by_ns_name(subs, |s| {
+        (s.metadata.namespace.clone(), s.metadata.name.clone())
+    });
+    let ips = sorted_by_ns_name(ips, |i| {
+        (i.metadata.namespace.clone(), i.metadata.name.clone())
+    });
+    let csvs = sorted_by_ns_name(csvs, |c| {
+        (c.metadata.namespace.clone(), c.metadata.name.clone())
+    });
+    let mut attention = Vec::new();
+
+    let mut sub_rows = Vec::new();
+    for s in &subs {
+        let st = &s.status;
+        let ip = st.install_plan_name().and_then(|n| {
+            ips.iter()
+                .find(|i| i.metadata.name == n && i.metadata.namespace == s.metadata.namespace)
+        });
+        let next = if !st.current_csv.is_empty() && st.current_csv != st.installed_csv {
+            let note = match ip {
+                Some(ip) if ip.awaits_approval() => "needs approval".to_string(),
+                Some(ip) if !ip.status.phase.is_empty() => ip.status.phase.clone(),
+                _ => "pending".to_string(),
+            };
+            Some(NextUpgrade {
+                csv: st.current_csv.clone(),
+                source: "subscription".into(),
+                note,
+            })
+        } else if !st.installed_csv.is_empty() {
+            oracle
+                .and_then(|o| o.next_hop(&s.spec.name, &s.spec.channel, &st.installed_csv))
+                .map(|csv| NextUpgrade {
+                    csv,
+                    source: "catalog".into(),
+                    note: "in local catalog".into(),
+                })
+        } else {
+            None
+        };
+        let conditions: Vec<Condition> = st
+            .conditions
+            .iter()
+            .filter(|c| c.is_true())
+            .cloned()
+            .collect();
+        for c in &conditions {
+            if matches!(
+                c.type_.as_str(),
+                "ResolutionFailed"
+                    | "CatalogSourcesUnhealthy"
+                    | "InstallPlanFailed"
+                    | "InstallPlanMissing"
+                    | "BundleUnpackFailed"
+                    | "Deprecated"
+            ) {
+                attention.push(format!(
+                    "Subscription {}/{}: {} ({}): {}",
+                    s.metadata.namespace, s.metadata.name, c.type_, c.reason, c.message
+                ));
+            }
+        }
+        sub_rows.push(SubscriptionRow {
+            namespace: s.metadata.namespace.clone(),
+            name: s.metadata.name.clone(),
+            package: s.spec.name.clone(),
+            channel: s.spec.channel.clone(),
+            source: format!("{}/{}", s.spec.source_namespace, s.spec.source),
+            approval: s.approval().to_string(),
+            state: st.state.clone(),
+            installed_csv: st.installed_csv.clone(),
+            current_csv: st.current_csv.clone(),
+            next,
+            conditions,
+        });
+    }
+
+    let mut ip_rows = Vec::new();
+    for i in &ips {
+        if i.awaits_approval() {
+            attention.push(format!(
+                "InstallPlan {}/{} waits for approval to install {}: bundle-tool approve --install-plan {} --namespace {}",
+                i.metadata.namespace,
+                i.metadata.name,
+                i.spec.cluster_service_version_names.join(", "),
+                i.metadata.name,
+                i.metadata.namespace
+            ));
+        }
+        if i.status.phase == "Failed" {
+            let why = i
+                .status
+                .conditions
+                .iter()
+                .find(|c| c.status == "False")
+                .map(|c| format!("{}: {}", c.reason, c.message))
+                .unwrap_or_else(|| i.status.message.clone());
+            attention.push(format!(
+                "InstallPlan {}/{} failed: {why}",
+                i.metadata.namespace, i.metadata.name
+            ));
+        }
+        ip_rows.push(InstallPlanRow {
+            namespace: i.metadata.namespace.clone(),
+            name: i.metadata.name.clone(),
+            csvs: i.spec.cluster_service_version_names.clone(),
+            approval: i.spec.approval.clone(),
+            approved: i.spec.approved,
+            phase: i.status.phase.clone(),
+        });
+    }
+
+    let mut csv_rows = Vec::new();
+    let mut hidden = 0;
+    for c in &csvs {
+        if c.is_copy() {
+            hidden += 1;
+            continue;
+        }
+        if c.status.phase == "Failed" {
+            attention.push(format!(
+                "ClusterServiceVersion {}/{} failed ({}): {}",
+                c.metadata.namespace, c.metadata.name, c.status.reason, c.status.message
+            ));
+        }
+        csv_rows.push(CsvRow {
+            namespace: c.metadata.namespace.clone(),
+            name: c.metadata.name.clone(),
+            display: c.spec.display_name.clone(),
+            version: c.spec.version.clone(),
+            release: c.spec.release.clone(),
+            replaces: c.spec.replaces.clone(),
+            phase: c.status.phase.clone(),
+            reason: c.status.reason.clone(),
+            message: c.status.message.clone(),
+        });
+    }
+
+    StatusReport {
+        namespace: namespace.map(String::from),
+        subscriptions: sub_rows,
+        install_plans: ip_rows,
+        cluster_service_versions: csv_rows,
+        copied_csvs_hidden: hidden,
+        attention,
+    }
+}
+
+fn with_ns(all: bool, ns: &str, mut row: Vec<String>) -> Vec<String> {
+    if all {
+        row.insert(0, ns.to_string());
+    }
+    row
+}
+
+fn headers(all: bool, h: &[&str]) -> Table {
+    if all {
+        let mut v = vec!["NAMESPACE"];
+        v.extend_from_slice(h);
+        Table::new(&v)
+    } else {
+        Table::new(h)
+    }
+}
+
+/// Renders the report as text: three `kubectl get`-style tables, then what needs attention.
+pub fn render_text(r: &StatusReport) -> String {
+    let all = r.namespace.is_none();
+    let where_ = match &r.namespace {
+        Some(ns) => format!("in namespace {ns}"),
+        None => "in any namespace".to_string(),
+    };
+    let mut out = String::new();
+
+    out.push_str("SUBSCRIPTIONS\n");
+    if r.subscriptions.is_empty() {
+        out.push_str(&format!("No Subscriptions found {where_}.\n"));
+    } else {
+        let mut t = headers(
+            all,
+            &[
+                "NAME",
+                "PACKAGE",
+                "CHANNEL",
+                "APPROVAL",
+                "INSTALLED",
+                "STATE",
+                "NEXT",
+            ],
+        );
+        for s in &r.subscriptions {
+            let next = match &s.next {
+                Some(n) => format!("{} ({})", n.csv, n.note),
+                None if s.installed_csv.is_empty() => String::new(),
+                None => "-".into(),
+            };
+            let channel = if s.channel.is_empty() {
+                "(default)".to_string()
+            } else {
+                s.channel.clone()
+            };
+            t.push(with_ns(
+                all,
+                &s.namespace,
+                vec![
+                    s.name.clone(),
+                    s.package.clone(),
+                    channel,
+                    s.approval.clone(),
+                    s.installed_csv.clone(),
+                    s.state.clone(),
+                    next,
+                ],
+            ));
+        }
+        out.push_str(&t.render());
+    }
+
+    out.push_str("\nINSTALLPLANS\n");
+    if r.install_plans.is_empty() {
+        out.push_str(&format!("No InstallPlans found {where_}.\n"));
+    } else {
+        let mut t = headers(all, &["NAME", "CSV", "APPROVAL", "APPROVED", "PHASE"]);
+        for i in &r.install_plans {
+            t.push(with_ns(
+                all,
+                &i.namespace,
+                vec![
+                    i.name.clone(),
+                    i.csvs.join(","),
+                    i.approval.clone(),
+                    i.approved.to_string(),
+                    i.phase.clone(),
+                ],
+            ));
+        }
+        out.push_str(&t.render());
+    }
+
+    out.push_str("\nCLUSTERSERVICEVERSIONS\n");
+    if r.cluster_service_versions.is_empty() {
+        out.push_str(&format!("No ClusterServiceVersions found {where_}.\n"));
+    } else {
+        let mut t = headers(
+            all,
+            &["NAME", "DISPLAY", "VERSION", "RELEASE", "REPLACES", "PHASE"],
+        );
+        for c in &r.cluster_service_versions {
+            t.push(with_ns(
+                all,
+                &c.namespace,
+                vec![
+                    c.name.clone(),
+                    c.display.clone(),
+                    c.version.clone(),
+                    c.release.clone(),
+                    c.replaces.clone(),
+                    c.phase.clone(),
+                ],
+            ));
+        }
+        t.drop_empty_column("RELEASE");
+        out.push_str(&t.render());
+    }
+    if r.copied_csvs_hidden > 0 {
+        out.push_str(&format!(
+            "({} copied CSV(s) that OLM places in target namespaces not shown)\n",
+            r.copied_csvs_hidden
+        ));
+    }
+    if !r.attention.is_empty() {
+        out.push_str("\nNEEDS ATTENTION\n");
+        for a in &r.attention {
+            out.push_str(&format!("- {a}\n"));
+        }
+    }
+    out
+}
+
+/// The `kubectl get csv` table of one CSV (what `install` prints when it is done).
+pub fn csv_table(csv: &Csv) -> String {
+    let mut t = Table::new(&["NAME", "DISPLAY", "VERSION", "RELEASE", "REPLACES", "PHASE"]);
+    t.push(vec![
+        csv.metadata.name.clone(),
+        csv.spec.display_name.clone(),
+        csv.spec.version.clone(),
+        csv.spec.release.clone(),
+        csv.spec.replaces.clone(),
+        csv.status.phase.clone(),
+    ]);
+    t.drop_empty_column("RELEASE");
+    t.render()
+}
+
+/// Reads one CSV and renders its `kubectl get csv` table.
+pub async fn csv_table_of(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<String>, ClusterError> {
+    let csv: Option<Csv> = cluster.get(&csv_resource(), Some(namespace), name).await?;
+    Ok(csv.as_ref().map(csv_table))
+}
+
+/// Renders the report as pretty JSON.
+pub fn render_json(r: &StatusReport) -> String {
+    let mut s = serde_json::to_string_pretty(r).unwrap_or_else(|_| "{}".into());
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::olm::*;
+
+    struct Fixed;
+    impl UpgradeOracle for Fixed {
+        fn next_hop(&self, _p: &str, channel: &str, from: &str) -> Option<String> {
+            (channel == "stable" && from == "m.v0.2.0").then(|| "m.v0.3.0".to_string())
+        }
+    }
+
+    fn sub(name: &str, installed: &str, current: &str, ip: Option<&str>) -> Subscription {
+        Subscription {
+            metadata: Meta {
+                name: name.into(),
+                namespace: "ops".into(),
+                ..Default::default()
+            },
+            spec: SubscriptionSpec {
+                name: "m".into(),
+                channel: "stable".into(),
+                source: "cat".into(),
+                source_namespace: "ops".into(),
+                install_plan_approval: "Manual".into(),
+                ..Default::default()
+            },
+            status: SubscriptionStatus {
+                installed_csv: installed.into(),
+                current_csv: current.into(),
+                state: if installed == current {
+                    "AtLatestKnown".into()
+                } else {
+                    "UpgradePending".into()
+                },
+                install_plan_ref: ip.map(|n| ObjectRef {
+                    name: n.into(),
+                    namespace: "ops".into(),
+                }),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn csv(name: &str, version: &str, replaces: &str, phase: &str) -> Csv {
+        Csv {
+            metadata: Meta {
+                name: name.into(),
+                namespace: "ops".into(),
+                ..Default::default()
+            },
+            spec: CsvSpec {
+                display_name: "Memcached Operator".into(),
+                version: version.into(),
+                replaces: replaces.into(),
+                ..Default::default()
+            },
+            status: CsvStatus {
+                phase: phase.into(),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn next_upgrade_from_olm_then_catalog() {
+        let ip = InstallPlan {
+            metadata: Meta {
+                name: "install-2".into(),
+                namespace: "ops".into(),
+                ..Default::default()
+            },
+            spec: InstallPlanSpec {
+                cluster_service_version_names: vec!["m.v0.3.0".into()],
+                approval: "Manual".into(),
+                approved: false,
+            },
+            status: InstallPlanStatus {
+                phase: "RequiresApproval".into(),
+                ..Default::default()
+            },
+        };
+        let r = build_report(
+            Some("ops"),
+            vec![
+                sub("a", "m.v0.2.0", "m.v0.3.0", Some("install-2")),
+                sub("b", "m.v0.2.0", "m.v0.2.0", None),
+            ],
+            vec![ip],
+            vec![
+                csv("m.v0.2.0", "0.2.0", "m.v0.1.0", "Succeeded"),
+                csv("m.v0.1.0", "0.1.0", "", "Replacing"),
+            ],
+            Some(&Fixed),
+        );
+        let a = &r.subscriptions[0];
+        assert_eq!(a.next.as_ref().unwrap().note, "needs approval");
+        let b = &r.subscriptions[1];
+        assert_eq!(b.next.as_ref().unwrap().source, "catalog");
+        assert!(r.attention[0].contains("bundle-tool approve --install-plan install-2"));
+        insta::assert_snapshot!(render_text(&r));
+    }
+
+    #[test]
+    fn all_namespaces_adds_a_column_and_hides_copies() {
+        let mut copy = csv("m.v0.2.0", "0.2.0", "", "Succeeded");
+        copy.metadata.namespace = "default".into();
+        copy.metadata
+            .labels
+            .insert(COPIED_FROM_LABEL.into(), "ops".into());
+        let r = build_report(
+            None,
+            vec![sub("a", "m.v0.2.0", "m.v0.2.0", None)],
+            vec![],
+            vec![csv("m.v0.2.0", "0.2.0", "", "Succeeded"), copy],
+            None,
+        );
+        assert_eq!(r.copied_csvs_hidden, 1);
+        let text = render_text(&r);
+        assert!(text.contains("NAMESPACE   NAME"), "{text}");
+        assert!(text.contains("No InstallPlans found in any namespace."));
+        assert!(text.contains("1 copied CSV"));
+    }
+}
