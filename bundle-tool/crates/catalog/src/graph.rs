@@ -270,16 +270,25 @@ fn channel_graph(
                 external.insert(s.clone());
             }
         }
+    }
+    // skipRange edges come from every node shown: entries and outside names with a version.
+    let all: Vec<String> = c
+        .entries
+        .iter()
+        .map(|e| e.name.clone())
+        .chain(external.iter().cloned())
+        .collect();
+    for e in &c.entries {
         if let Ok(r) = VersionRange::parse(&e.skip_range) {
-            for other in &c.entries {
-                if other.name == e.name {
+            for other in &all {
+                if *other == e.name {
                     continue;
                 }
-                if let Some(v) = versions.get(&other.name)
+                if let Some(v) = versions.get(other)
                     && r.contains(v)
                 {
                     edges.insert(Edge {
-                        from: other.name.clone(),
+                        from: other.clone(),
                         to: e.name.clone(),
                         kind: EdgeKind::SkipRange,
                     });

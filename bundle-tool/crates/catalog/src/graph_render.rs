@@ -298,8 +298,8 @@ pub fn dot(g: &PackageGraph) -> String {
     out
 }
 
-const COL_W: i64 = 150;
-const NODE_W: i64 = 128;
+const COL_W: i64 = 170;
+const NODE_W: i64 = 152;
 const NODE_H: i64 = 40;
 const LANE_H: i64 = 150;
 const LEFT: i64 = 190;
@@ -442,7 +442,7 @@ pub fn svg(graphs: &[PackageGraph]) -> String {
                     y + 17,
                     html_escape(&main)
                 );
-                let small: String = if n.name.chars().count() > 24 {
+                let small: String = if n.name.chars().count() > 28 {
                     format!(
                         "…{}",
                         n.name
@@ -526,7 +526,7 @@ pub fn svg(graphs: &[PackageGraph]) -> String {
             lx + 44,
             kind.as_str()
         );
-        lx += 190;
+        lx += 215;
     }
     let _ = writeln!(
         out,

@@ -1,0 +1,271 @@
+//! Property tests: the validator against an independent oracle on random graphs, release
+//! sequences always validate, explain reaches the head, loaders never panic.
+#![allow(clippy::unwrap_used)]
+
+use olmkit_catalog::declcfg::{
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, LoadOptions, Package, Property, load_bytes,
+};
+use olmkit_catalog::release::{ReleaseRequest, SkipRangeMode, plan_release};
+use olmkit_catalog::validate::{rules, validate};
+use olmkit_catalog::{explain, graph};
+use proptest::prelude::*;
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+fn name(i: usize) -> String {
+    format!("op.v0.{i}.0")
+}
+
+fn catalog(entries: Vec<ChannelEntry>) -> DeclarativeConfig {
+    let bundles = entries
+        .iter()
+        .map(|e| {
+            let v = e.name.trim_start_matches("op.v").to_string();
+            Bundle {
+                schema: "olm.bundle".into(),
+                name: e.name.clone(),
+                package: "op".into(),
+                image: format!("quay.io/x/op-bundle:v{v}"),
+                properties: vec![Property::package("op", &v)],
+                related_images: vec![],
+                omitted_objects: 0,
+            }
+        })
+        .collect();
+    DeclarativeConfig {
+        packages: vec![Package {
+            schema: "olm.package".into(),
+            name: "op".into(),
+            default_channel: "stable".into(),
+            icon: None,
+            description: String::new(),
+            properties: vec![],
+        }],
+        channels: vec![Channel {
+            schema: "olm.channel".into(),
+            name: "stable".into(),
+            package: "op".into(),
+            entries,
+            properties: vec![],
+        }],
+        bundles,
+        ..Default::default()
+    }
+}
+
+/// Random channel: n entries, each with an optional replaces and a set of skips, both
+/// pointing at any entry (or at a name outside the channel).
+fn arb_channel() -> impl Strategy<Value = Vec<ChannelEntry>> {
+    (1usize..7).prop_flat_map(|n| {
+        proptest::collection::vec(
+            (
+                proptest::option::of(0usize..n + 1),
+                proptest::collection::btree_set(0usize..n + 1, 0..3),
+            ),
+            n,
+        )
+        .prop_map(move |edges| {
+            edges
+                .into_iter()
+                .enumerate()
+                .map(|(i, (r, skips))| ChannelEntry {
+                    name: name(i),
+                    replaces: r.filter(|r| *r != i).map(name).unwrap_or_default(),
+                    skips: skips.into_iter().filter(|s| *s != i).map(name).collect(),
+                    skip_range: String::new(),
+                })
+                .collect()
+        })
+    })
+}
+
+/// Independent statement of the rule: exactly one entry without incoming replaces/skips
+/// edges; following replaces from it (and stopping at skipped entries, which are leaves)
+/// never revisits an entry; every entry is on that walk or skipped by an entry on it.
+fn oracle_valid(entries: &[ChannelEntry]) -> bool {
+    let names: HashSet<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    let targeted: HashSet<&str> = entries
+        .iter()
+        .flat_map(|e| {
+            std::iter::once(e.replaces.as_str()).chain(e.skips.iter().map(String::as_str))
+        })
+        .filter(|t| !t.is_empty())
+        .collect();
+    let heads: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| !targeted.contains(n))
+        .collect();
+    if heads.len() != 1 {
+        return false;
+    }
+    let by: HashMap<&str, &ChannelEntry> = entries.iter().map(|e| (e.name.as_str(), e)).collect();
+    let mut covered: BTreeSet<&str> = BTreeSet::new();
+    let mut skipped: HashSet<&str> = HashSet::new();
+    let mut walk: Vec<&str> = Vec::new();
+    let mut cur = Some(heads[0]);
+    while let Some(n) = cur {
+        if skipped.contains(n) {
+            break;
+        }
+        if walk.contains(&n) {
+            return false; // cycle
+        }
+        walk.push(n);
+        covered.insert(n);
+        let e = by[n];
+        for s in &e.skips {
+            skipped.insert(s);
+            covered.insert(s);
+        }
+        cur = by.get(e.replaces.as_str()).map(|e| e.name.as_str());
+    }
+    names.iter().all(|n| covered.contains(n))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn validation_accepts_exactly_the_sound_graphs(entries in arb_channel()) {
+        let want = oracle_valid(&entries);
+        let report = validate(&catalog(entries.clone()), None);
+        let graph_rules = [rules::CHANNEL_HEAD, rules::REPLACES_CYCLE, rules::STRANDED_BUNDLE];
+        let got = !report.findings.iter().any(|f| graph_rules.contains(&f.rule.as_str()));
+        prop_assert_eq!(got, want, "{:?}\n{}", entries, report.render_text());
+        // nothing else is wrong with these catalogs
+        prop_assert!(report.findings.iter().all(|f| graph_rules.contains(&f.rule.as_str())), "{}", report.render_text());
+    }
+
+    #[test]
+    fn every_release_sequence_validates_and_explain_reaches_the_head(
+        steps in proptest::collection::vec((0u64..4, 0u64..4, proptest::sample::subsequence(vec!["alpha", "beta", "stable"], 1..3), any::<bool>()), 1..12)
+    ) {
+        let mut cfg = DeclarativeConfig::default();
+        let mut released: Vec<semver::Version> = Vec::new();
+        for (minor, patch, channels, skip_range) in steps {
+            let v = semver::Version::new(0, minor, patch);
+            let bundle = Bundle {
+                schema: "olm.bundle".into(),
+                name: format!("op.v{v}"),
+                package: "op".into(),
+                image: format!("quay.io/x/op-bundle:v{v}"),
+                properties: vec![Property::package("op", &v.to_string())],
+                related_images: vec![],
+                omitted_objects: 0,
+            };
+            let req = ReleaseRequest {
+                bundle,
+                channels: channels.iter().map(|s| s.to_string()).collect(),
+                default_channel: None,
+                skip_range: if skip_range { SkipRangeMode::BelowNew } else { SkipRangeMode::None },
+            };
+            match plan_release(&cfg, &req) {
+                Ok(plan) => {
+                    let report = validate(&plan.catalog, None);
+                    prop_assert!(!report.has_errors(), "{}", report.render_text());
+                    if plan.outcome == olmkit_catalog::release::Outcome::Changed {
+                        released.push(v.clone());
+                    }
+                    cfg = plan.catalog;
+                }
+                Err(e) => {
+                    // refusals only for versions not above a head, or already released
+                    let msg = e.to_string();
+                    prop_assert!(msg.contains("not greater") || msg.contains("already released"), "{}", msg);
+                }
+            }
+        }
+        for pg in graph::package_graphs(&cfg) {
+            for ch in &pg.channels {
+                let head = ch.head().unwrap().to_string();
+                for n in ch.nodes.iter().filter(|n| n.in_channel) {
+                    for path in [explain::explain_v0(&pg, &ch.name, &n.name).unwrap(), explain::explain_v1(&pg, &ch.name, &n.name).unwrap()] {
+                        prop_assert_eq!(path.final_csv(), head.as_str());
+                        prop_assert!(path.reaches_head && path.missing.is_none());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn loaders_never_panic_on_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        if let Err(e) = load_bytes("fuzz.bin", &bytes, &LoadOptions::default()) {
+            prop_assert!(e.to_string().contains("fuzz.bin"), "{}", e);
+        }
+    }
+
+    #[test]
+    fn loaders_never_panic_on_json(v in arb_json()) {
+        let text = serde_json::to_string(&v).unwrap();
+        if let Err(e) = load_bytes("fuzz.json", text.as_bytes(), &LoadOptions::graph_only()) {
+            prop_assert!(e.to_string().contains("fuzz.json"), "{}", e);
+        }
+        let yaml = olmkit_core::docs::to_yaml("v", &v).unwrap();
+        if let Err(e) = load_bytes("fuzz.yaml", yaml.as_bytes(), &LoadOptions::default()) {
+            prop_assert!(e.to_string().contains("fuzz.yaml"), "{}", e);
+        }
+    }
+
+    #[test]
+    fn validator_never_panics_on_loaded_blobs(v in arb_blob()) {
+        let text = serde_json::to_string(&v).unwrap();
+        if let Ok(blobs) = load_bytes("b.json", text.as_bytes(), &LoadOptions::default()) {
+            let mut cfg = DeclarativeConfig::default();
+            for b in blobs { cfg.push(b.blob); }
+            let _ = validate(&cfg, None);
+            let _ = graph::package_graphs(&cfg);
+        }
+    }
+}
+
+fn arb_json() -> impl Strategy<Value = serde_json::Value> {
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::from),
+        any::<i32>().prop_map(serde_json::Value::from),
+        "[a-z.]{0,8}".prop_map(serde_json::Value::from),
+        prop_oneof![
+            Just("olm.package"),
+            Just("olm.channel"),
+            Just("olm.bundle"),
+            Just("olm.deprecations"),
+            Just("x")
+        ]
+        .prop_map(serde_json::Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 5, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+            proptest::collection::btree_map(
+                prop_oneof![
+                    Just("schema".to_string()),
+                    Just("name".to_string()),
+                    Just("package".to_string()),
+                    Just("entries".to_string()),
+                    Just("properties".to_string()),
+                    "[a-z]{1,6}"
+                ],
+                inner,
+                0..5
+            )
+            .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn arb_blob() -> impl Strategy<Value = serde_json::Value> {
+    (
+        prop_oneof![Just("olm.package"), Just("olm.channel"), Just("olm.bundle"), Just("olm.deprecations")],
+        arb_json(),
+        arb_json(),
+    )
+        .prop_map(|(schema, a, b)| {
+            serde_json::json!({
+                "schema": schema, "name": "p", "package": "p", "defaultChannel": "c",
+                "entries": [{"name": "p", "replaces": "q", "skips": ["r"], "skipRange": "<1.0.0", "reference": {"schema": "olm.bundle", "name": "p"}, "message": "m"}],
+                "properties": [{"type": "olm.package", "value": a}, {"type": "olm.gvk", "value": b}],
+                "image": "quay.io/x/y:v1"
+            })
+        })
+}
