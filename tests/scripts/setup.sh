@@ -23,7 +23,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv" >&2
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c 'import grpc, grpc_tools, grpc_health.v1.health_pb2, grpc_reflection.v1alpha.reflection_pb2, jsonschema' >/dev/null 2>&1; then
+if ! .venv/bin/python -c 'import grpc, grpc_tools, grpc_health.v1.health_pb2, grpc_reflection.v1alpha.reflection_pb2, jsonschema, yaml' >/dev/null 2>&1; then
   echo "setup: installing Python test packages" >&2
   .venv/bin/pip install -q -r tests/python/requirements.txt
 fi
