@@ -1,1 +1,49 @@
-//! Catalog server speaking operator-registry's api.Registry gRPC API
+//! A catalog server speaking operator-registry's `api.Registry` gRPC API: a drop-in for
+//! `opm serve` that starts fast on big catalogs and keeps memory proportional to the upgrade
+//! graph, not to the catalog's size.
+//!
+//! The pieces, from disk to wire:
+//! - [`split`] cuts FBC files into documents and remembers each one's byte span;
+//! - [`build`] turns a catalog directory into a [`CatalogIndex`] (the metadata every query
+//!   needs plus the span of each blob), validating it with the same rules as `opm validate`;
+//! - [`index`] reads and writes that index as a compact, deterministic file
+//!   (`bundle-tool catalog index`), so the server can skip the scan;
+//! - [`catalog`] answers lookups from the index and reads CSVs and manifests lazily
+//!   ([`payload`], with Go-compatible JSON from [`gojson`]);
+//! - [`query`] implements each RPC's semantics the way operator-registry's `pkg/cache` does;
+//! - [`service`] and [`server`] put it on the wire with health checks, reflection and graceful
+//!   shutdown.
+
+pub mod build;
+pub mod catalog;
+pub mod gojson;
+pub mod index;
+pub mod payload;
+pub mod query;
+pub mod server;
+pub mod service;
+pub mod split;
+
+/// The `api` package: messages and the `Registry`/`ExperimentalRegistry` services, generated
+/// from `proto/registry.proto` (the project's own wire-compatible copy of operator-registry's
+/// API).
+#[allow(missing_docs, clippy::all, clippy::pedantic, clippy::unwrap_used)]
+pub mod pb {
+    tonic::include_proto!("api");
+
+    /// Encoded descriptor set of `registry.proto` and its imports, for gRPC reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/registry_descriptor.bin"));
+}
+
+/// The index file format (`proto/index.proto`).
+#[allow(missing_docs, clippy::all, clippy::pedantic, clippy::unwrap_used)]
+pub mod index_pb {
+    tonic::include_proto!("olmkit.index.v1");
+}
+
+pub use build::{BuildIndexError, BuildOptions, build_index};
+pub use catalog::Catalog;
+pub use index::{OpenIndexError, WriteIndexError, default_index_path};
+pub use index_pb::CatalogIndex;
+pub use server::{ServeError, ServeOptions, serve};

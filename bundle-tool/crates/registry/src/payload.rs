@@ -1,0 +1,355 @@
+//! A bundle's heavy data — its CSV and manifests — read from the FBC files on demand.
+//!
+//! The index keeps only where a bundle's blob lives (file, offset, length, checksum). When a
+//! client asks for a bundle, its bytes are read back, checked against the checksum, parsed
+//! with the catalog crate's parser and turned into the `csvJson` and `object` fields exactly
+//! as operator-registry fills them:
+//! - every `olm.bundle.object` property becomes one object: its `data` (base64) or the file
+//!   its `ref` points at, passed through `yaml.ToJSON` — JSON is kept byte for byte, YAML is
+//!   converted with sorted keys (`alpha/declcfg/load.go`, `readBundleObjects`);
+//! - `csvJson` is the first object whose `kind` is `ClusterServiceVersion` (`extractCSV`);
+//! - without such an object, an `olm.csv.metadata` property yields a synthetic CSV, which is
+//!   then also the only object if there are none (`pkg/api/model_to_api.go`).
+
+use crate::gojson::{self, CsvSource};
+use crate::index_pb::{Package, SourceFile, Span};
+use base64::Engine;
+use olmkit_catalog::declcfg::{Blob, LoadOptions, load::blob_from_value};
+use olmkit_catalog::property;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::os::unix::fs::FileExt;
+use std::path::{Component, Path, PathBuf};
+use thiserror::Error;
+
+/// A bundle's payload could not be read.
+#[derive(Debug, Error)]
+pub enum ReadPayloadError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The bytes are not what the index recorded: the catalog changed after it was indexed.
+    #[error(
+        "{file}: the bytes at offset {offset} no longer match the catalog index (the catalog changed after it was indexed; rebuild the index or restart the server)"
+    )]
+    Stale {
+        /// File, relative to the catalog root.
+        file: String,
+        /// Offset of the blob.
+        offset: u64,
+    },
+    /// The blob does not parse or is not what was expected.
+    #[error("{file}: document {document}: {message}")]
+    Blob {
+        /// File, relative to the catalog root.
+        file: String,
+        /// Document index in the file.
+        document: u32,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// `csvJson` and `object` of a bundle.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Payload {
+    /// The CSV as JSON ("" when the bundle has none).
+    pub csv_json: String,
+    /// All objects as JSON.
+    pub objects: Vec<String>,
+}
+
+/// Where to read blobs from.
+#[derive(Clone, Copy, Debug)]
+pub struct Source<'a> {
+    /// Catalog root directory.
+    pub root: &'a Path,
+    /// The index's file table.
+    pub files: &'a [SourceFile],
+}
+
+fn file_of<'a>(src: &Source<'a>, span: &Span) -> Result<&'a SourceFile, ReadPayloadError> {
+    src.files
+        .get(span.file as usize)
+        .ok_or_else(|| ReadPayloadError::Blob {
+            file: format!("file #{}", span.file),
+            document: span.document,
+            message: "the index points at a file it does not list".into(),
+        })
+}
+
+/// Reads a span's bytes and checks them against the recorded checksum.
+pub fn read_span(src: &Source<'_>, span: &Span) -> Result<Vec<u8>, ReadPayloadError> {
+    let file = file_of(src, span)?;
+    let path = src.root.join(&file.path);
+    let io = |source| ReadPayloadError::Io {
+        path: path.clone(),
+        source,
+    };
+    let f = std::fs::File::open(&path).map_err(io)?;
+    let len = usize::try_from(span.length).map_err(|_| ReadPayloadError::Stale {
+        file: file.path.clone(),
+        offset: span.offset,
+    })?;
+    let mut buf = vec![0u8; len];
+    f.read_exact_at(&mut buf, span.offset).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            ReadPayloadError::Stale {
+                file: file.path.clone(),
+                offset: span.offset,
+            }
+        } else {
+            io(e)
+        }
+    })?;
+    if !span.sha256.is_empty() && Sha256::digest(&buf).as_slice() != span.sha256.as_slice() {
+        return Err(ReadPayloadError::Stale {
+            file: file.path.clone(),
+            offset: span.offset,
+        });
+    }
+    Ok(buf)
+}
+
+/// Reads and parses the blob at `span` (objects kept).
+pub fn read_blob(src: &Source<'_>, span: &Span) -> Result<Blob, ReadPayloadError> {
+    let file = file_of(src, span)?;
+    let bytes = read_span(src, span)?;
+    let err = |message: String| ReadPayloadError::Blob {
+        file: file.path.clone(),
+        document: span.document,
+        message,
+    };
+    let mut docs =
+        olmkit_core::docs::parse_documents(&file.path, &bytes).map_err(|e| err(e.message))?;
+    let pick = if span.whole_file {
+        span.document as usize
+    } else {
+        0
+    };
+    if pick >= docs.len() || (!span.whole_file && docs.len() != 1) {
+        return Err(err(
+            "the document recorded in the catalog index is gone".into()
+        ));
+    }
+    let doc = docs.swap_remove(pick);
+    blob_from_value(doc, file.yaml, &LoadOptions::default()).map_err(err)
+}
+
+/// Resolves an `olm.bundle.object` `ref` like Go's `fs.FS`: relative to the directory of the
+/// file holding the blob, and never outside the catalog root.
+fn resolve_ref(blob_file: &str, reference: &str) -> Result<PathBuf, String> {
+    if Path::new(reference).is_absolute() {
+        return Err("reference must be a relative path".into());
+    }
+    let dir = Path::new(blob_file).parent().unwrap_or(Path::new(""));
+    let joined = dir.join(reference);
+    let mut out: Vec<&std::ffi::OsStr> = Vec::new();
+    for c in joined.components() {
+        match c {
+            Component::Normal(p) => out.push(p),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if out.pop().is_none() {
+                    return Err(format!(
+                        "open {reference}: invalid argument (outside the catalog)"
+                    ));
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err("reference must be a relative path".into());
+            }
+        }
+    }
+    Ok(out.iter().collect())
+}
+
+/// Go's `base64.StdEncoding` (padding required, non-zero trailing bits tolerated), which
+/// `encoding/json` uses for `[]byte` fields.
+const GO_STD_BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+);
+
+/// The raw bytes of one `olm.bundle.object` property value.
+pub fn object_bytes(value: &Value, root: &Path, blob_file: &str) -> Result<Vec<u8>, String> {
+    let data = value
+        .get("data")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
+    let reference = value
+        .get("ref")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
+    match (data, reference) {
+        (Some(_), Some(_)) => Err("fields 'ref' and 'data' are mutually exclusive".into()),
+        (Some(data), None) => {
+            // Go's base64 decoder skips line breaks inside the data.
+            let cleaned: std::borrow::Cow<'_, str> = if data.contains(['\r', '\n']) {
+                data.replace(['\r', '\n'], "").into()
+            } else {
+                data.into()
+            };
+            GO_STD_BASE64
+                .decode(cleaned.as_bytes())
+                .map_err(|e| format!("illegal base64 data: {e}"))
+        }
+        (None, Some(reference)) => {
+            let rel = resolve_ref(blob_file, reference)?;
+            std::fs::read(root.join(&rel)).map_err(|e| format!("open {}: {e}", rel.display()))
+        }
+        (None, None) => Ok(Vec::new()),
+    }
+}
+
+/// `k8s.io/apimachinery/pkg/util/yaml.ToJSON`: JSON (first non-blank byte `{`) is returned as
+/// is, anything else is parsed as YAML and re-encoded with sorted keys.
+pub fn object_to_json(bytes: Vec<u8>, what: &str) -> Result<String, String> {
+    let json_prefix = bytes
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| *b == b'{');
+    if json_prefix {
+        return String::from_utf8(bytes).map_err(|_| "object is not UTF-8 text".into());
+    }
+    let docs = olmkit_core::docs::parse_documents(what, &bytes).map_err(|e| e.message)?;
+    Ok(match docs.into_iter().next() {
+        Some(v) => gojson::compact_sorted(v),
+        None => "null".into(),
+    })
+}
+
+/// The `kind` of a JSON object, if it parses.
+fn kind_of(object: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        #[serde(default)]
+        kind: Option<Value>,
+    }
+    let k: Kind = serde_json::from_str(object).ok()?;
+    k.kind.and_then(|v| v.as_str().map(String::from))
+}
+
+/// Computes `csvJson` and `object` for a bundle blob.
+pub fn bundle_payload(
+    src: &Source<'_>,
+    span: &Span,
+    package: &Package,
+    version: &str,
+) -> Result<Payload, ReadPayloadError> {
+    let file = file_of(src, span)?;
+    let Blob::Bundle(bundle) = read_blob(src, span)? else {
+        return Err(ReadPayloadError::Blob {
+            file: file.path.clone(),
+            document: span.document,
+            message: "the catalog index points at a blob that is not an olm.bundle".into(),
+        });
+    };
+    let err = |message: String| ReadPayloadError::Blob {
+        file: file.path.clone(),
+        document: span.document,
+        message: format!(
+            "package {:?}, bundle {:?}: {message}",
+            bundle.package, bundle.name
+        ),
+    };
+    let mut objects = Vec::new();
+    for (i, p) in bundle.properties.iter().enumerate() {
+        if p.type_ != property::BUNDLE_OBJECT {
+            continue;
+        }
+        let bytes = object_bytes(&p.value, src.root, &file.path)
+            .map_err(|e| err(format!("get data for bundle object at index {i}: {e}")))?;
+        objects.push(
+            object_to_json(bytes, &file.path)
+                .map_err(|e| err(format!("convert bundle object at index {i} to JSON: {e}")))?,
+        );
+    }
+    let mut csv_json = objects
+        .iter()
+        .find(|o| kind_of(o).as_deref() == Some("ClusterServiceVersion"))
+        .cloned()
+        .unwrap_or_default();
+    if csv_json.is_empty() {
+        let metas: Vec<&Value> = bundle
+            .properties
+            .iter()
+            .filter(|p| p.type_ == property::CSV_METADATA)
+            .map(|p| &p.value)
+            .collect();
+        if let [meta] = metas.as_slice() {
+            csv_json = gojson::synthetic_csv(&CsvSource {
+                name: &bundle.name,
+                version,
+                metadata: Some(meta),
+                related_images: bundle
+                    .related_images
+                    .iter()
+                    .map(|r| (r.name.as_str(), r.image.as_str()))
+                    .collect(),
+                package_description: &package.description,
+                package_icon: package.has_icon.then_some((
+                    package.icon_base64.as_str(),
+                    package.icon_media_type.as_str(),
+                )),
+            })
+            .map_err(err)?;
+            if objects.is_empty() {
+                objects.push(csv_json.clone());
+            }
+        }
+    }
+    Ok(Payload { csv_json, objects })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn refs_stay_inside_the_catalog() {
+        assert_eq!(
+            resolve_ref("a/b.json", "c.yaml").unwrap(),
+            PathBuf::from("a/c.yaml")
+        );
+        assert_eq!(
+            resolve_ref("a/b.json", "../c.yaml").unwrap(),
+            PathBuf::from("c.yaml")
+        );
+        assert!(resolve_ref("a/b.json", "../../c.yaml").is_err());
+        assert!(resolve_ref("a/b.json", "/etc/passwd").is_err());
+    }
+
+    #[test]
+    fn objects_decode_like_opm() {
+        let v =
+            json!({"data": base64::engine::general_purpose::STANDARD.encode(b"{\"kind\": \"X\"}")});
+        assert_eq!(
+            object_bytes(&v, Path::new("/"), "f").unwrap(),
+            b"{\"kind\": \"X\"}"
+        );
+        assert!(object_bytes(&json!({"data": "!!"}), Path::new("/"), "f").is_err());
+        assert!(object_bytes(&json!({"data": "e30=", "ref": "x"}), Path::new("/"), "f").is_err());
+        // JSON is kept as is, YAML is converted with sorted keys and Go escaping.
+        assert_eq!(
+            object_to_json(b" {\"b\": 1, \"a\": 2}".to_vec(), "t").unwrap(),
+            " {\"b\": 1, \"a\": 2}"
+        );
+        assert_eq!(
+            object_to_json(b"kind: X\napiVersion: v1\nx: <y>\n".to_vec(), "t").unwrap(),
+            r#"{"apiVersion":"v1","kind":"X","x":"\u003cy\u003e"}"#
+        );
+        assert_eq!(
+            kind_of(r#"{"kind":"ClusterServiceVersion"}"#).as_deref(),
+            Some("ClusterServiceVersion")
+        );
+        assert_eq!(kind_of("not json"), None);
+    }
+}

@@ -1,0 +1,359 @@
+//! The serving loop shared by `bundle-tool serve` and the `catalog-server` binary.
+//!
+//! Order of events, chosen for Kubernetes probes: bind the port; answer at once with health
+//! `NOT_SERVING` (for "" and for each service) while the catalog loads in the background; flip
+//! to `SERVING` when it is loaded. A catalog that cannot be loaded is reported (log and
+//! optional termination log) and either leaves the server up and `NOT_SERVING`, or — with
+//! `exit_on_load_error` — stops it with an error. SIGTERM/SIGINT drain in-flight calls before
+//! exiting.
+
+use crate::build::{BuildIndexError, BuildOptions, build_index};
+use crate::catalog::Catalog;
+use crate::index::{OpenIndexError, check_fresh, default_index_path, read_index};
+use crate::pb::{
+    self, experimental_registry_server::ExperimentalRegistryServer, registry_server::RegistryServer,
+};
+use crate::service::{CatalogSlot, ExperimentalService, RegistryService};
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use thiserror::Error;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic_health::ServingStatus;
+use tracing::{info, warn};
+
+/// Which precomputed index to use.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum IndexChoice {
+    /// Use [`default_index_path`] if that file exists.
+    #[default]
+    Auto,
+    /// Use this file (falling back to a scan, with a warning, if it is missing or stale).
+    File(PathBuf),
+    /// Always scan the catalog.
+    Off,
+}
+
+/// How to serve.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// The FBC directory.
+    pub configs: PathBuf,
+    /// Address to listen on.
+    pub address: IpAddr,
+    /// Port to listen on (0: any free port).
+    pub port: u16,
+    /// Precomputed index to use.
+    pub index: IndexChoice,
+    /// Stop with an error when the catalog cannot be loaded, instead of staying up and
+    /// `NOT_SERVING`.
+    pub exit_on_load_error: bool,
+    /// File that receives the load error (Kubernetes `terminationMessagePath`).
+    pub termination_log: Option<PathBuf>,
+    /// Artificial delay before loading (for testing probes against a slow start).
+    pub load_delay: Duration,
+    /// Threads used to scan the catalog (0: one per CPU).
+    pub threads: usize,
+}
+
+impl ServeOptions {
+    /// Defaults for a catalog directory: all interfaces, port 50051, automatic index.
+    pub fn new(configs: impl Into<PathBuf>) -> Self {
+        Self {
+            configs: configs.into(),
+            address: IpAddr::from([0, 0, 0, 0]),
+            port: 50051,
+            index: IndexChoice::Auto,
+            exit_on_load_error: false,
+            termination_log: None,
+            load_delay: Duration::ZERO,
+            threads: 0,
+        }
+    }
+}
+
+/// The server stopped with an error.
+#[derive(Debug, Error)]
+pub enum ServeError {
+    /// The port could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The catalog could not be loaded (with `exit_on_load_error`).
+    #[error("cannot serve {configs}: {reason}")]
+    Load {
+        /// The catalog.
+        configs: PathBuf,
+        /// Why, possibly over several lines.
+        reason: String,
+    },
+    /// Reflection descriptors could not be registered.
+    #[error("cannot set up gRPC reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    /// The transport failed.
+    #[error("the gRPC server failed: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+/// A catalog could not be loaded.
+#[derive(Debug, Error)]
+pub enum LoadServedCatalogError {
+    /// Scanning or validating the FBC failed.
+    #[error(transparent)]
+    Build(#[from] BuildIndexError),
+    /// The index built from the catalog is inconsistent (a bug).
+    #[error(transparent)]
+    Index(#[from] OpenIndexError),
+}
+
+impl LoadServedCatalogError {
+    /// The error with every validation finding, one per line.
+    pub fn detailed(&self) -> String {
+        match self {
+            LoadServedCatalogError::Build(BuildIndexError::Invalid { report, root, .. }) => {
+                format!(
+                    "{}: the catalog cannot be served:\n{}",
+                    root.display(),
+                    report.render_text().trim_end()
+                )
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Where a loaded catalog came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LoadedFrom {
+    /// A precomputed index file.
+    Index(PathBuf),
+    /// A scan of the FBC files.
+    Scan,
+}
+
+fn try_index(path: &Path, configs: &Path) -> Result<Catalog, OpenIndexError> {
+    let index = read_index(path)?;
+    check_fresh(&index, path, configs)?;
+    Catalog::new(configs, index, path)
+}
+
+/// Loads the catalog for serving: from the index when there is a fresh one, otherwise by
+/// scanning the FBC directory.
+pub fn load_catalog(
+    configs: &Path,
+    choice: &IndexChoice,
+    threads: usize,
+) -> Result<(Catalog, LoadedFrom), LoadServedCatalogError> {
+    let index_path = match choice {
+        IndexChoice::Off => None,
+        IndexChoice::File(p) => Some(p.clone()),
+        IndexChoice::Auto => Some(default_index_path(configs)).filter(|p| p.is_file()),
+    };
+    if let Some(path) = index_path {
+        match try_index(&path, configs) {
+            Ok(cat) => return Ok((cat, LoadedFrom::Index(path))),
+            Err(e) => warn!("not using the catalog index: {e}; scanning the catalog instead"),
+        }
+    }
+    let built = build_index(
+        configs,
+        &BuildOptions {
+            threads,
+            checksums: false,
+        },
+    )?;
+    for f in &built.report.findings {
+        warn!("{}", f.message);
+    }
+    let cat = Catalog::new(configs, built.index, configs)?;
+    Ok((cat, LoadedFrom::Scan))
+}
+
+/// Resolves when SIGINT or SIGTERM arrives.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => info!("received SIGINT, shutting down"),
+        () = term => info!("received SIGTERM, shutting down"),
+    }
+}
+
+async fn set_all(reporter: &tonic_health::server::HealthReporter, status: ServingStatus) {
+    for name in [
+        "",
+        <RegistryServer<RegistryService> as tonic::server::NamedService>::NAME,
+        <ExperimentalRegistryServer<ExperimentalService> as tonic::server::NamedService>::NAME,
+    ] {
+        reporter.set_service_status(name, status).await;
+    }
+}
+
+/// Serves the catalog until `shutdown` resolves (or, with `exit_on_load_error`, until loading
+/// fails).
+pub async fn serve(
+    opts: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let addr = SocketAddr::new(opts.address, opts.port);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind { addr, source })?;
+    let local = listener.local_addr().unwrap_or(addr);
+    info!(address = %local, configs = %opts.configs.display(), "listening; loading the catalog");
+
+    let (reporter, health) = tonic_health::server::health_reporter();
+    set_all(&reporter, ServingStatus::NotServing).await;
+
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+
+    let slot = CatalogSlot::new();
+    let failure: Arc<Mutex<Option<String>>> = Arc::default();
+    let (fail_tx, fail_rx) = tokio::sync::oneshot::channel::<()>();
+
+    {
+        let slot = slot.clone();
+        let reporter = reporter.clone();
+        let failure = failure.clone();
+        let opts = opts.clone();
+        tokio::spawn(async move {
+            if !opts.load_delay.is_zero() {
+                info!(
+                    delay_ms = opts.load_delay.as_millis() as u64,
+                    "delaying the load"
+                );
+                tokio::time::sleep(opts.load_delay).await;
+            }
+            let started = Instant::now();
+            let configs = opts.configs.clone();
+            let choice = opts.index.clone();
+            let threads = opts.threads;
+            let loaded =
+                tokio::task::spawn_blocking(move || load_catalog(&configs, &choice, threads)).await;
+            match loaded {
+                Ok(Ok((cat, from))) => {
+                    let s = cat.stats();
+                    let source = match &from {
+                        LoadedFrom::Index(p) => format!("index {}", p.display()),
+                        LoadedFrom::Scan => "FBC scan".to_string(),
+                    };
+                    slot.set_ready(Arc::new(cat));
+                    set_all(&reporter, ServingStatus::Serving).await;
+                    info!(
+                        packages = s.packages,
+                        channels = s.channels,
+                        bundles = s.bundles,
+                        channel_entries = s.entries,
+                        files = s.files,
+                        load_ms = started.elapsed().as_millis() as u64,
+                        from = %source,
+                        "catalog loaded; serving"
+                    );
+                }
+                Ok(Err(e)) => {
+                    let reason = e.detailed();
+                    report_failure(&opts, &reason);
+                    slot.set_failed(e.to_string());
+                    if let Ok(mut f) = failure.lock() {
+                        *f = Some(reason);
+                    }
+                    if opts.exit_on_load_error {
+                        let _ = fail_tx.send(());
+                    }
+                }
+                Err(join) => {
+                    let reason = format!("the loader crashed: {join}");
+                    report_failure(&opts, &reason);
+                    slot.set_failed(reason.clone());
+                    if let Ok(mut f) = failure.lock() {
+                        *f = Some(reason);
+                    }
+                    if opts.exit_on_load_error {
+                        let _ = fail_tx.send(());
+                    }
+                }
+            }
+        });
+    }
+
+    let stop = {
+        let reporter = reporter.clone();
+        async move {
+            let load_failed = async {
+                if fail_rx.await.is_err() {
+                    // The loader finished without failing: only a signal stops us.
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                () = shutdown => {}
+                () = load_failed => {}
+            }
+            // Tell watchers before the listener closes.
+            set_all(&reporter, ServingStatus::NotServing).await;
+        }
+    };
+
+    tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .add_service(health)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(RegistryServer::new(RegistryService::new(slot.clone())))
+        .add_service(ExperimentalRegistryServer::new(ExperimentalService::new(
+            slot,
+        )))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stop)
+        .await?;
+
+    if opts.exit_on_load_error {
+        let failed = failure.lock().ok().and_then(|f| f.clone());
+        if let Some(reason) = failed {
+            return Err(ServeError::Load {
+                configs: opts.configs,
+                reason,
+            });
+        }
+    }
+    info!("stopped");
+    Ok(())
+}
+
+fn report_failure(opts: &ServeOptions, reason: &str) {
+    tracing::error!(
+        "cannot serve the catalog ({}); health stays NOT_SERVING:\n{reason}",
+        opts.configs.display()
+    );
+    if let Some(path) = &opts.termination_log {
+        if let Err(e) = std::fs::write(path, reason) {
+            warn!("cannot write the termination log {}: {e}", path.display());
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! Cutting an FBC file into its documents while remembering where each one starts.
+//!
+//! The server keeps only metadata in memory and re-reads a bundle's bytes when a client asks
+//! for its CSV or manifests, so it needs the byte span of every blob. Parsers do not report
+//! document offsets, so this module finds the boundaries itself, streaming the file so that a
+//! multi-gigabyte `catalog.json` never sits in memory whole:
+//! - JSON streams (what `opm render` writes) are split by matching braces, strings and escapes
+//!   being honoured, so the split is exact for any valid JSON;
+//! - YAML streams are split at `---`/`...` marker lines, which the YAML spec forbids inside
+//!   any scalar at column 0.
+//!
+//! The pieces are then parsed by the catalog crate's own parser; if a piece does not parse the
+//! caller falls back to loading the whole file the ordinary way, so an unusual file costs
+//! memory, never correctness.
+
+use std::io::{self, BufRead};
+
+/// How a file is encoded, decided like the FBC loader does: JSON when the first non-blank
+/// character is `{` or `[`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Concatenated JSON values.
+    Json,
+    /// A `---`-separated YAML stream.
+    Yaml,
+}
+
+/// Decides the format from the first bytes of a file (a UTF-8 BOM is ignored).
+pub fn sniff(prefix: &[u8]) -> Format {
+    let text = prefix.strip_prefix(b"\xef\xbb\xbf").unwrap_or(prefix);
+    match text.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') | Some(b'[') => Format::Json,
+        _ => Format::Yaml,
+    }
+}
+
+/// One document's bytes and where they start in the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawDoc {
+    /// Byte offset of the first byte.
+    pub offset: u64,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// Why a file could not be split.
+#[derive(Debug, thiserror::Error)]
+pub enum SplitError {
+    /// Reading failed.
+    #[error("read failed: {0}")]
+    Io(#[from] io::Error),
+    /// A JSON stream holds something other than objects (an array, a scalar, garbage).
+    #[error("byte {offset}: expected a JSON object")]
+    NotAnObject {
+        /// Where.
+        offset: u64,
+    },
+    /// The file ends inside a JSON value.
+    #[error("unexpected end of file inside a JSON value that starts at byte {offset}")]
+    Unterminated {
+        /// Where the value starts.
+        offset: u64,
+    },
+}
+
+/// Iterator over the documents of one file.
+pub struct Splitter<R> {
+    reader: R,
+    format: Format,
+    pos: u64,
+    at_start: bool,
+    done: bool,
+    /// YAML: a marker line read while finishing the previous document.
+    pending_line: Option<(u64, Vec<u8>)>,
+}
+
+impl<R: BufRead> Splitter<R> {
+    /// Splits `reader`, which holds a file in `format`.
+    pub fn new(reader: R, format: Format) -> Self {
+        Self {
+            reader,
+            format,
+            pos: 0,
+            at_start: true,
+            done: false,
+            pending_line: None,
+        }
+    }
+
+    fn next_json(&mut self) -> Result<Option<RawDoc>, SplitError> {
+        // Skip blanks (and a BOM at the very start) up to the next value.
+        loop {
+            let buf = self.reader.fill_buf()?;
+            if buf.is_empty() {
+                return Ok(None);
+            }
+            let mut skip = 0;
+            if self.at_start {
+                self.at_start = false;
+                if buf.starts_with(b"\xef\xbb\xbf") {
+                    skip = 3;
+                }
+            }
+            while skip < buf.len() && buf[skip].is_ascii_whitespace() {
+                skip += 1;
+            }
+            let found = skip < buf.len();
+            let first = buf.get(skip).copied();
+            self.reader.consume(skip);
+            self.pos += skip as u64;
+            if found {
+                if first != Some(b'{') {
+                    return Err(SplitError::NotAnObject { offset: self.pos });
+                }
+                break;
+            }
+        }
+        let offset = self.pos;
+        let mut bytes = Vec::new();
+        let mut depth = 0usize;
+        let mut in_str = false;
+        let mut escaped = false;
+        loop {
+            let buf = self.reader.fill_buf()?;
+            if buf.is_empty() {
+                return Err(SplitError::Unterminated { offset });
+            }
+            let mut i = 0;
+            let mut complete = false;
+            while i < buf.len() {
+                if in_str {
+                    if escaped {
+                        escaped = false;
+                        i += 1;
+                        continue;
+                    }
+                    // Long strings (base64 manifests) dominate catalogs: jump to the next
+                    // quote or backslash instead of stepping byte by byte through the state machine.
+                    match buf[i..].iter().position(|&b| b == b'"' || b == b'\\') {
+                        None => i = buf.len(),
+                        Some(p) => {
+                            i += p;
+                            if buf[i] == b'\\' {
+                                escaped = true;
+                            } else {
+                                in_str = false;
+                            }
+                            i += 1;
+                        }
+                    }
+                    continue;
+                }
+                match buf[i] {
+                    b'"' => in_str = true,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            i += 1;
+                            complete = true;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            bytes.extend_from_slice(&buf[..i]);
+            self.reader.consume(i);
+            self.pos += i as u64;
+            if complete {
+                return Ok(Some(RawDoc { offset, bytes }));
+            }
+        }
+    }
+
+    fn read_line(&mut self) -> Result<Option<(u64, Vec<u8>)>, SplitError> {
+        if let Some(line) = self.pending_line.take() {
+            return Ok(Some(line));
+        }
+        let mut line = Vec::new();
+        let n = self.reader.read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let at = self.pos;
+        self.pos += n as u64;
+        Ok(Some((at, line)))
+    }
+
+    fn next_yaml(&mut self) -> Result<Option<RawDoc>, SplitError> {
+        let mut doc: Option<RawDoc> = None;
+        while let Some((at, line)) = self.read_line()? {
+            if is_marker(&line, b"---") {
+                if let Some(d) = doc.take() {
+                    // The marker starts the next document.
+                    self.pending_line = Some((at, line));
+                    return Ok(Some(d));
+                }
+                doc = Some(RawDoc {
+                    offset: at,
+                    bytes: line,
+                });
+                continue;
+            }
+            let d = doc.get_or_insert_with(|| RawDoc {
+                offset: at,
+                bytes: Vec::new(),
+            });
+            d.bytes.extend_from_slice(&line);
+            if is_marker(&line, b"...") {
+                return Ok(doc);
+            }
+        }
+        Ok(doc)
+    }
+}
+
+/// A document marker line: the marker at column 0 followed by a blank or the end of the line.
+fn is_marker(line: &[u8], marker: &[u8]) -> bool {
+    line.starts_with(marker)
+        && matches!(
+            line.get(marker.len()),
+            None | Some(b' ') | Some(b'\t') | Some(b'\r') | Some(b'\n')
+        )
+}
+
+impl<R: BufRead> Iterator for Splitter<R> {
+    type Item = Result<RawDoc, SplitError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let next = match self.format {
+            Format::Json => self.next_json(),
+            Format::Yaml => self.next_yaml(),
+        };
+        match next {
+            Ok(Some(doc)) => Some(Ok(doc)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn split(text: &str) -> Vec<(u64, String)> {
+        let format = sniff(text.as_bytes());
+        Splitter::new(io::BufReader::with_capacity(7, text.as_bytes()), format)
+            .map(|d| {
+                let d = d.unwrap();
+                (d.offset, String::from_utf8(d.bytes).unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn json_stream_with_tricky_strings() {
+        let text = "\u{feff}  {\"a\":\"}{\\\"\"}\n{\"b\":[{\"c\":\"\\\\\"}]}\n\n";
+        let docs = split(text);
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0].1, "{\"a\":\"}{\\\"\"}");
+        assert_eq!(docs[0].0, 5);
+        assert_eq!(docs[1].1, "{\"b\":[{\"c\":\"\\\\\"}]}");
+        for (off, d) in &docs {
+            let start = *off as usize;
+            assert_eq!(&text.as_bytes()[start..start + d.len()], d.as_bytes());
+        }
+    }
+
+    #[test]
+    fn json_array_is_refused() {
+        let mut s = Splitter::new(io::BufReader::new(&b" [1]"[..]), Format::Json);
+        assert!(matches!(
+            s.next(),
+            Some(Err(SplitError::NotAnObject { offset: 1 }))
+        ));
+        assert!(s.next().is_none());
+    }
+
+    #[test]
+    fn json_unterminated() {
+        let mut s = Splitter::new(io::BufReader::new(&b"{\"a\": \"x"[..]), Format::Json);
+        assert!(matches!(
+            s.next(),
+            Some(Err(SplitError::Unterminated { offset: 0 }))
+        ));
+    }
+
+    #[test]
+    fn yaml_markers() {
+        let text = "# leading\nschema: a\n---\nschema: b\nx: |\n  ---not a marker\n--- # c\nschema: c\n...\n---\n";
+        let docs = split(text);
+        let bodies: Vec<&str> = docs.iter().map(|d| d.1.as_str()).collect();
+        assert_eq!(
+            bodies,
+            vec![
+                "# leading\nschema: a\n",
+                "---\nschema: b\nx: |\n  ---not a marker\n",
+                "--- # c\nschema: c\n...\n",
+                "---\n"
+            ]
+        );
+        for (off, d) in &docs {
+            let start = *off as usize;
+            assert_eq!(&text[start..start + d.len()], d.as_str());
+        }
+    }
+
+    #[test]
+    fn sniffing() {
+        assert_eq!(sniff(b"\xef\xbb\xbf {"), Format::Json);
+        assert_eq!(sniff(b"\n["), Format::Json);
+        assert_eq!(sniff(b"schema: x"), Format::Yaml);
+        assert_eq!(sniff(b""), Format::Yaml);
+    }
+}
