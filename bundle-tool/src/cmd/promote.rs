@@ -12,7 +12,7 @@ use std::path::PathBuf;
 pub struct Args {
     /// Version to promote (e.g. 0.2.0).
     #[arg(value_name = "VERSION")]
-    pub version: String,
+    pub bundle_version: String,
     /// Target channel.
     #[arg(long = "to", value_name = "CHANNEL")]
     pub to: String,
@@ -55,7 +55,8 @@ pub async fn run(args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
             }
         },
     };
-    let plan = plan_promote(&catalog.config, &package, &args.version, &args.to).user_err()?;
+    let plan =
+        plan_promote(&catalog.config, &package, &args.bundle_version, &args.to).user_err()?;
     print_data(&plan.render_text()).unexpected_err()?;
     if args.plan || plan.outcome == Outcome::NoOp {
         return Ok(());
