@@ -14,6 +14,10 @@
 //! - [`WebhookReadiness`]: tells `/readyz` whether a certificate is loaded and the server is
 //!   serving, with a reason when it is not.
 
+pub mod certs;
+pub mod review;
+pub mod server;
+
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -71,9 +75,15 @@ pub struct WebhookArgs {
     #[arg(long, env = "WEBHOOK_MAX_REQUEST_BYTES", default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
     pub webhook_max_request_bytes: usize,
 
-    /// Longest time one request may take, from headers to response, e.g. `10s`.
+    /// Longest time one request may take: reading its headers, and from its body to the
+    /// response, e.g. `10s`.
     #[arg(long, env = "WEBHOOK_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub webhook_request_timeout: Duration,
+
+    /// Also serve GET /healthz and /readyz over plain HTTP on this port (for kubelet probes
+    /// when `operator webhook` runs on its own; `operator run` has its own health port).
+    #[arg(long, env = "WEBHOOK_HEALTH_PORT")]
+    pub webhook_health_port: Option<u16>,
 }
 
 impl Default for WebhookArgs {
@@ -88,6 +98,7 @@ impl Default for WebhookArgs {
             webhook_cert_poll_interval: Duration::from_secs(5),
             webhook_max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             webhook_request_timeout: Duration::from_secs(10),
+            webhook_health_port: None,
         }
     }
 }
@@ -167,7 +178,7 @@ impl WebhookReadiness {
 /// Why the webhook server stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeWebhookError {
-    /// The listening socket could not be opened.
+    /// A listening socket could not be opened (port in use, address not local, no permission).
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         /// The address.
@@ -175,6 +186,9 @@ pub enum ServeWebhookError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The TLS configuration could not be built.
+    #[error("cannot configure TLS: {0}")]
+    Tls(#[from] rustls::Error),
     /// The server failed while running.
     #[error("webhook server on {addr} failed: {source}")]
     Serve {
@@ -185,24 +199,273 @@ pub enum ServeWebhookError {
     },
 }
 
+/// How long in-flight requests may take to finish after shutdown is requested.
+const GRACEFUL_SHUTDOWN: Duration = Duration::from_secs(5);
+
+fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, ServeWebhookError> {
+    let listener = std::net::TcpListener::bind(addr)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|source| ServeWebhookError::Bind { addr, source })?;
+    Ok(listener)
+}
+
 /// Serves the conversion webhook until `shutdown` is cancelled.
+///
+/// Binds the port at once (a port conflict is reported immediately), then waits for the serving
+/// certificate without failing: until it loads, TLS handshakes are refused and `readiness` says
+/// what is missing. The certificate files are re-read every `--webhook-cert-poll-interval` and a
+/// changed certificate is served from the next handshake on. With `--disable-webhook` it marks
+/// itself ready and returns at once.
 pub async fn serve(
     args: WebhookArgs,
     readiness: WebhookReadiness,
     shutdown: CancellationToken,
 ) -> Result<(), ServeWebhookError> {
     if args.disable_webhook {
-        readiness.set(true, "webhook disabled");
+        readiness.set(true, "conversion webhook disabled (--disable-webhook)");
+        tracing::info!("conversion webhook disabled");
         return Ok(());
     }
-    readiness.set(false, "webhook server not implemented in this build");
-    shutdown.cancelled().await;
-    Ok(())
+    let addr = args.socket_addr();
+    let listener = bind(addr)?;
+    let local = listener.local_addr().unwrap_or(addr);
+
+    // The provider is chosen here, not taken from the process default, so `serve` works the same
+    // in any host process and never picks up aws-lc-rs.
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let resolver = Arc::new(certs::ReloadableCert::default());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_cert_resolver(resolver.clone());
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let tls = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(tls));
+
+    let stop = shutdown.child_token();
+    let health = match args.webhook_health_port {
+        Some(port) => {
+            let health_addr = SocketAddr::new(args.webhook_bind_address, port);
+            let listener =
+                tokio::net::TcpListener::from_std(bind(health_addr)?).map_err(|source| {
+                    ServeWebhookError::Bind {
+                        addr: health_addr,
+                        source,
+                    }
+                })?;
+            let app = server::health_router::<()>(readiness.clone());
+            let stop = stop.clone();
+            tracing::info!("webhook health probes on http://{health_addr}/readyz");
+            Some(tokio::spawn(async move {
+                let served = axum::serve(listener, app)
+                    .with_graceful_shutdown(stop.cancelled_owned())
+                    .await;
+                if let Err(e) = served {
+                    tracing::error!("webhook health server failed: {e}");
+                }
+            }))
+        }
+        None => None,
+    };
+
+    let handle = axum_server::Handle::new();
+    let mut https = axum_server::tls_rustls::from_tcp_rustls(listener, tls)
+        .map_err(|source| ServeWebhookError::Bind { addr, source })?
+        .handle(handle.clone());
+    https
+        .http_builder()
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(args.webhook_request_timeout);
+
+    let watcher = tokio::spawn(watch_certs(
+        certs::candidates(&args),
+        resolver,
+        provider,
+        readiness.clone(),
+        local,
+        args.webhook_cert_poll_interval,
+        stop.clone(),
+    ));
+    let stopper = tokio::spawn({
+        let stop = stop.clone();
+        let handle = handle.clone();
+        async move {
+            stop.cancelled().await;
+            handle.graceful_shutdown(Some(GRACEFUL_SHUTDOWN));
+        }
+    });
+
+    tracing::info!(
+        "conversion webhook listening on https://{local}{}",
+        memcached_api::crd::CONVERSION_PATH
+    );
+    let app = server::router(
+        server::Limits {
+            max_request_bytes: args.webhook_max_request_bytes,
+            request_timeout: args.webhook_request_timeout,
+        },
+        readiness.clone(),
+    );
+    let served = https.serve(app.into_make_service()).await;
+
+    readiness.set(false, "conversion webhook stopped");
+    stop.cancel();
+    let _ = watcher.await;
+    let _ = stopper.await;
+    if let Some(health) = health {
+        let _ = health.await;
+    }
+    served.map_err(|source| ServeWebhookError::Serve {
+        addr: local,
+        source,
+    })
 }
 
-/// Runs only the webhook server until SIGTERM or SIGINT.
-pub fn main(args: WebhookArgs) -> ExitCode {
-    let _ = (args, serve);
-    eprintln!("error: `operator webhook` is not available in this build yet");
-    ExitCode::from(2)
+/// Polls the certificate files and keeps `resolver` and `readiness` current.
+async fn watch_certs(
+    candidates: Vec<certs::CertFiles>,
+    resolver: Arc<certs::ReloadableCert>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    readiness: WebhookReadiness,
+    local: SocketAddr,
+    interval: Duration,
+    stop: CancellationToken,
+) {
+    let mut serving: Option<certs::CertBytes> = None;
+    let mut last_problem: Option<String> = None;
+    loop {
+        let problem = match certs::read_first(&candidates).await {
+            Ok(bytes) if serving.as_ref() == Some(&bytes) => None,
+            Ok(bytes) => match certs::parse(&bytes, &provider) {
+                Ok(loaded) => {
+                    resolver.set(loaded.key);
+                    let path = bytes.files.cert.display().to_string();
+                    tracing::info!(
+                        cert = %path,
+                        sha256 = %loaded.fingerprint,
+                        "{} serving certificate",
+                        if serving.is_some() { "reloaded" } else { "loaded" }
+                    );
+                    readiness.set(
+                        true,
+                        format!(
+                            "serving on {local} with the certificate from {path} (sha256 {})",
+                            loaded.fingerprint
+                        ),
+                    );
+                    serving = Some(bytes);
+                    None
+                }
+                Err(e) => Some(e.to_string()),
+            },
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(problem) = &problem
+            && last_problem.as_ref() != Some(problem)
+        {
+            if resolver.is_loaded() {
+                tracing::warn!("keeping the current serving certificate: {problem}");
+            } else {
+                tracing::warn!("conversion webhook not ready: {problem}");
+                readiness.set(false, problem.clone());
+            }
+        }
+        last_problem = problem;
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(interval) => {}
+        }
+    }
 }
+
+/// Logging for `operator webhook`: human-readable lines on stderr, or JSON lines with
+/// `LOG_FORMAT=json`; the level comes from `RUST_LOG` (default `info`).
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
+    // A subscriber may already be installed by a host process; keep it.
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
+/// Resolves when the process receives SIGTERM or SIGINT.
+async fn termination() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!("cannot watch SIGTERM ({e}); stopping on SIGINT only");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Runs only the webhook server until SIGTERM or SIGINT. Exit codes: 0 after a clean shutdown, 1
+/// for configuration problems (port in use, webhook disabled), 2 for unexpected failures.
+pub fn main(args: WebhookArgs) -> ExitCode {
+    init_logging();
+    if args.disable_webhook {
+        eprintln!("error: `operator webhook` has nothing to serve with --disable-webhook");
+        eprintln!("hint: drop --disable-webhook (or unset DISABLE_WEBHOOK)");
+        return ExitCode::from(1);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(async move {
+        let shutdown = CancellationToken::new();
+        tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move {
+                termination().await;
+                tracing::info!("shutting down");
+                shutdown.cancel();
+            }
+        });
+        match serve(args, WebhookReadiness::new(), shutdown).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e @ ServeWebhookError::Bind { .. }) => {
+                eprintln!("error: {e}");
+                eprintln!(
+                    "hint: choose another port with --webhook-port, or stop the process using it"
+                );
+                ExitCode::from(1)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod golden_tests;
+#[cfg(test)]
+mod http_tests;

@@ -1,0 +1,192 @@
+//! In-process checks of the HTTP layer: media type, size and time limits, health routes.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use tower::ServiceExt;
+
+use super::WebhookReadiness;
+use super::server::{Limits, router};
+
+const REVIEW: &str = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"u1","desiredAPIVersion":"cache.example.com/v1","objects":[{"apiVersion":"cache.example.com/v1alpha1","kind":"Memcached","metadata":{"name":"a"},"spec":{"size":2}}]}}"#;
+
+fn app(max: usize, timeout: Duration, readiness: WebhookReadiness) -> axum::Router {
+    router(
+        Limits {
+            max_request_bytes: max,
+            request_timeout: timeout,
+        },
+        readiness,
+    )
+}
+
+async fn send(app: axum::Router, request: Request<Body>) -> (StatusCode, String) {
+    let response = app.oneshot(request).await.expect("infallible");
+    let status = response.status();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn post(content_type: Option<&str>, body: impl Into<Body>) -> Request<Body> {
+    let mut builder = Request::post("/convert");
+    if let Some(ct) = content_type {
+        builder = builder.header("content-type", ct);
+    }
+    builder.body(body.into()).expect("request")
+}
+
+#[tokio::test]
+async fn converts_with_json_media_type_and_parameters() {
+    for ct in [
+        "application/json",
+        "application/json; charset=utf-8",
+        "Application/JSON",
+    ] {
+        let (status, body) = send(
+            app(1 << 20, Duration::from_secs(5), WebhookReadiness::new()),
+            post(Some(ct), REVIEW),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{ct}: {body}");
+        assert!(body.contains(r#""status":"Success""#), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn other_media_types_get_415() {
+    for ct in [Some("text/plain"), Some("application/yaml"), None] {
+        let (status, body) = send(
+            app(1 << 20, Duration::from_secs(5), WebhookReadiness::new()),
+            post(ct, REVIEW),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{ct:?}");
+        assert!(body.contains("application/json"), "{body}");
+        assert!(body.contains(r#""kind":"Status""#), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_get_413_declared_or_streamed() {
+    let big = vec![b' '; 4096];
+    let (status, body) = send(
+        app(1024, Duration::from_secs(5), WebhookReadiness::new()),
+        post(Some("application/json"), big.clone()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert!(body.contains("1024 bytes"), "{body}");
+
+    // No Content-Length: the limit is enforced while reading.
+    let chunks = futures::stream::iter(
+        big.chunks(512)
+            .map(|c| Ok::<_, std::io::Error>(axum::body::Bytes::copy_from_slice(c)))
+            .collect::<Vec<_>>(),
+    );
+    let (status, _) = send(
+        app(1024, Duration::from_secs(5), WebhookReadiness::new()),
+        post(Some("application/json"), Body::from_stream(chunks)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+#[tokio::test]
+async fn a_body_that_never_finishes_gets_408() {
+    let endless = futures::stream::pending::<Result<axum::body::Bytes, std::io::Error>>();
+    let (status, body) = send(
+        app(1 << 20, Duration::from_millis(100), WebhookReadiness::new()),
+        post(Some("application/json"), Body::from_stream(endless)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::REQUEST_TIMEOUT, "{body}");
+    assert!(body.contains("--webhook-request-timeout"), "{body}");
+}
+
+#[tokio::test]
+async fn wrong_method_and_path() {
+    let a = || app(1 << 20, Duration::from_secs(5), WebhookReadiness::new());
+    let (status, _) = send(
+        a(),
+        Request::get("/convert").body(Body::empty()).expect("req"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    let (status, body) = send(
+        a(),
+        Request::post("/mutate").body(Body::empty()).expect("req"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(body.contains("/convert"), "{body}");
+}
+
+#[tokio::test]
+async fn readyz_follows_readiness_and_healthz_is_always_ok() {
+    let readiness = WebhookReadiness::new();
+    let get = |path: &str| Request::get(path).body(Body::empty()).expect("req");
+    let a = || app(1 << 20, Duration::from_secs(5), readiness.clone());
+    assert_eq!(send(a(), get("/healthz")).await.0, StatusCode::OK);
+    let (status, body) = send(a(), get("/readyz")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body.contains("not started"), "{body}");
+    readiness.set(true, "serving");
+    let (status, body) = send(a(), get("/readyz")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("serving"), "{body}");
+}
+
+#[test]
+fn readiness_is_shared_between_clones() {
+    let a = WebhookReadiness::new();
+    let b = a.clone();
+    assert!(!a.is_ready());
+    b.set(true, "ok");
+    assert!(a.is_ready());
+    assert_eq!(a.reason(), "ok");
+}
+
+#[test]
+fn flags_parse_with_defaults_and_durations() {
+    use clap::Parser;
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: super::WebhookArgs,
+    }
+    let defaults = Cli::try_parse_from(["x"]).expect("parses").args;
+    assert_eq!(defaults, super::WebhookArgs::default());
+    assert_eq!(defaults.webhook_port, 9443);
+    let custom = Cli::try_parse_from([
+        "x",
+        "--webhook-port",
+        "8443",
+        "--webhook-cert-path",
+        "/certs",
+        "--webhook-cert-poll-interval",
+        "500ms",
+        "--webhook-request-timeout",
+        "1m",
+        "--webhook-max-request-bytes",
+        "1048576",
+    ])
+    .expect("parses")
+    .args;
+    assert_eq!(custom.webhook_port, 8443);
+    assert_eq!(
+        custom.webhook_cert_poll_interval,
+        Duration::from_millis(500)
+    );
+    assert_eq!(custom.webhook_request_timeout, Duration::from_secs(60));
+    let bad = Cli::try_parse_from(["x", "--webhook-cert-poll-interval", "soon"]);
+    assert!(bad.is_err());
+    let negative = Cli::try_parse_from(["x", "--webhook-request-timeout", "-5s"]);
+    assert!(negative.is_err());
+}
