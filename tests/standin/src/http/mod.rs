@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use crate::conversion::Converter;
 use crate::error::ApiError;
+use crate::meta;
 use crate::registry::ResourceType;
 use crate::requests::{RecordedRequest, RequestLog, parse_request_info};
 use crate::store::Store;
@@ -38,6 +39,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ok" }))
         .route("/livez", get(|| async { "ok" }))
+        .route("/openapi/v3", get(openapi_root))
+        .route("/openapi/v3/{*gv}", get(openapi_gv))
         .route(
             "/standin/requests",
             get(requests_get).delete(requests_delete),
@@ -164,6 +167,59 @@ async fn version() -> Response {
             "compiler": "rustc",
             "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
         }),
+        &[],
+    )
+}
+
+/// The OpenAPI v3 discovery root: one document per served group-version.
+async fn openapi_root(State(app): State<Arc<App>>) -> Response {
+    let st = app.store.read();
+    let mut paths = serde_json::Map::new();
+    for (g, versions) in st.registry.groups() {
+        for v in versions {
+            let gv = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
+            let hash = meta::safe_hash(format!("{gv}/{}", st.rv()).as_bytes(), 16);
+            paths.insert(gv.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash={hash}")}));
+        }
+    }
+    json_response(StatusCode::OK, &json!({"paths": paths}), &[])
+}
+
+/// A group-version's OpenAPI v3 document. It describes operations (enough for kubectl to see
+/// that the server validates fields itself, `fieldValidation`), not object schemas.
+async fn openapi_gv(State(app): State<Arc<App>>, axum::extract::Path(gv): axum::extract::Path<String>) -> Response {
+    let parts: Vec<&str> = gv.trim_matches('/').split('/').collect();
+    let (group, version) = match parts.as_slice() {
+        ["api", v] => (String::new(), v.to_string()),
+        ["apis", g, v] => (g.to_string(), v.to_string()),
+        _ => return ApiError::no_route().into_response(),
+    };
+    let st = app.store.read();
+    let types = st.registry.in_group_version(&group, &version);
+    if types.is_empty() {
+        return ApiError::no_route().into_response();
+    }
+    let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+    let param = |name: &str| json!({"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": true}});
+    let mut paths = serde_json::Map::new();
+    for t in types {
+        let gvk = json!({"group": t.group, "version": version, "kind": t.kind});
+        let item = if t.namespaced {
+            format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", t.plural)
+        } else {
+            format!("{prefix}/{}/{{name}}", t.plural)
+        };
+        let op = |action: &str| {
+            json!({"x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk,
+                "parameters": [param("dryRun"), param("fieldManager"), param("fieldValidation")],
+                "responses": {"200": {"description": "OK"}}})
+        };
+        paths.insert(item, json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}));
+    }
+    json_response(
+        StatusCode::OK,
+        &json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.36.0"},
+            "paths": paths, "components": {"schemas": {}}}),
         &[],
     )
 }
