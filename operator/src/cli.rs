@@ -2,7 +2,8 @@
 //!
 //! `operator run` runs the controller (and the conversion webhook); `operator webhook` runs only
 //! the conversion webhook, for clusters that deploy it separately and for tests; `operator crd`
-//! prints the merged CustomResourceDefinition generated from the Rust types.
+//! prints the merged CustomResourceDefinition generated from the Rust types; `operator rbac`
+//! prints the RBAC roles generated from the table of API calls the operator makes.
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::process::ExitCode;
@@ -17,6 +18,8 @@ pub struct Cli {
 }
 
 /// Commands of the operator binary.
+// Parsed once per process: the size of the `Run` variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the controller manager: reconcile Memcached objects, serve metrics, health probes and
@@ -26,6 +29,34 @@ pub enum Command {
     Webhook(crate::webhook::WebhookArgs),
     /// Print the merged multi-version CustomResourceDefinition.
     Crd(CrdArgs),
+    /// Print the RBAC role the operator needs (generated from the API calls it makes).
+    Rbac(RbacArgs),
+}
+
+/// Which generated role `operator rbac` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum RbacRole {
+    /// The ClusterRole `manager-role` (config/rbac/role.yaml).
+    #[default]
+    Manager,
+    /// The Role `leader-election-role` (config/rbac/leader_election_role.yaml).
+    LeaderElection,
+}
+
+/// Arguments of `operator rbac`.
+#[derive(clap::Args, Debug)]
+pub struct RbacArgs {
+    /// The role to print.
+    #[arg(long, value_enum, default_value_t = RbacRole::Manager)]
+    pub role: RbacRole,
+}
+
+fn print_rbac(args: &RbacArgs) -> anyhow::Result<()> {
+    let text = match args.role {
+        RbacRole::Manager => crate::rbac::to_yaml(&crate::rbac::manager_role())?,
+        RbacRole::LeaderElection => crate::rbac::to_yaml(&crate::rbac::leader_election_role())?,
+    };
+    write_stdout(&text)
 }
 
 /// Output format of `operator crd`.
@@ -74,6 +105,13 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Crd(args) => match print_crd(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Rbac(args) => match print_rbac(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e:#}");

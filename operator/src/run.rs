@@ -1,13 +1,476 @@
-//! `operator run`: the controller manager process (being built by the operator work).
+//! `operator run`: the controller manager process.
+//!
+//! Wires the pieces together: configuration and flags ([`RunArgs`]), the Kubernetes client,
+//! the health/metrics listeners, the conversion webhook, leader election and one controller per
+//! watched namespace; then handles SIGTERM/SIGINT: `/readyz` turns unready, in-flight reconciles
+//! finish, the lease is released, the servers stop, and the process exits 0.
+//!
+//! Exit codes: 0 after a clean shutdown, 1 for bad flags or configuration (no kubeconfig, an
+//! address that cannot be bound), 2 for unexpected failures.
 
+use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-/// Arguments of `operator run`.
-#[derive(clap::Args, Debug)]
-pub struct RunArgs {}
+use kube::Client;
+use kube::runtime::events::{Recorder, Reporter};
+use thiserror::Error;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+use crate::controller::{self, Shared};
+use crate::http::{self, Health, ServeHttpError};
+use crate::leader::{self, LeaderElectionConfig, LeaderElectionConfigError};
+use crate::metrics::Metrics;
+use crate::scope::{ParseWatchScopeError, WatchScope};
+use crate::telemetry::{self, LogFormat};
+use crate::webhook::{self, WebhookArgs, WebhookReadiness};
+
+/// Arguments of `operator run`. Every flag can also be set through the environment variable
+/// named after it.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Namespaces to watch, comma-separated; empty watches all namespaces. OLM passes its
+    /// target namespaces here (the `olm.targetNamespaces` annotation via the downward API).
+    #[arg(long, env = "WATCH_NAMESPACE", default_value = "")]
+    pub watch_namespace: String,
+
+    /// Address of the Prometheus `/metrics` endpoint; `0` disables it.
+    #[arg(long, env = "METRICS_BIND_ADDRESS", default_value = "0.0.0.0:8080")]
+    pub metrics_bind_address: String,
+
+    /// Address of the `/healthz` and `/readyz` endpoints.
+    #[arg(
+        long,
+        env = "HEALTH_PROBE_BIND_ADDRESS",
+        default_value = "0.0.0.0:8081"
+    )]
+    pub health_probe_bind_address: SocketAddr,
+
+    /// Elect a leader through a Lease so that only one replica reconciles.
+    #[arg(long, env = "LEADER_ELECT", default_value_t = false)]
+    pub leader_elect: bool,
+
+    /// Name of the leader-election Lease.
+    #[arg(
+        long,
+        env = "LEADER_ELECTION_ID",
+        default_value = "memcached-operator-leader"
+    )]
+    pub leader_election_id: String,
+
+    /// Namespace of the Lease. Default: POD_NAMESPACE, else the in-cluster service-account
+    /// namespace, else the kubeconfig's namespace.
+    #[arg(long, env = "LEADER_ELECTION_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+
+    /// This replica's identity in the Lease. Default: POD_NAME, else the host name plus a
+    /// random suffix.
+    #[arg(long, env = "POD_NAME")]
+    pub leader_election_identity: Option<String>,
+
+    /// How long a lease stays valid after its last renewal (whole seconds).
+    #[arg(long, env = "LEADER_ELECTION_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
+    pub leader_election_lease_duration: Duration,
+
+    /// How long before expiry the leader renews (whole seconds, below the lease duration).
+    #[arg(long, env = "LEADER_ELECTION_RENEW_GRACE", default_value = "5s", value_parser = parse_duration)]
+    pub leader_election_renew_grace: Duration,
+
+    /// Most reconciles running at once (never two for one object).
+    #[arg(long, env = "MAX_CONCURRENT_RECONCILES", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_concurrent_reconciles: u16,
+
+    /// Requeue period of a converged, valid Memcached (catches anything a watch missed).
+    #[arg(long, env = "RESYNC_PERIOD", default_value = "5m", value_parser = parse_duration)]
+    pub resync_period: Duration,
+
+    /// First retry delay after a failed reconcile; doubles per consecutive failure.
+    #[arg(long, env = "BACKOFF_BASE", default_value = "500ms", value_parser = parse_duration)]
+    pub backoff_base: Duration,
+
+    /// Longest retry delay after failed reconciles.
+    #[arg(long, env = "BACKOFF_MAX", default_value = "5m", value_parser = parse_duration)]
+    pub backoff_max: Duration,
+
+    /// Longest wait for in-flight reconciles on shutdown.
+    #[arg(long, env = "SHUTDOWN_TIMEOUT", default_value = "25s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
+
+    /// Log line format.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Conversion webhook flags.
+    #[command(flatten)]
+    pub webhook: WebhookArgs,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let signed: jiff::SignedDuration = text
+        .parse()
+        .map_err(|e| format!("`{text}` is not a duration like 15s or 500ms: {e}"))?;
+    Duration::try_from(signed).map_err(|_| format!("`{text}` must not be negative"))
+}
+
+/// Why `operator run` stopped with an error.
+#[derive(Debug, Error)]
+pub enum RunError {
+    /// `WATCH_NAMESPACE` is malformed.
+    #[error(transparent)]
+    WatchScope(#[from] ParseWatchScopeError),
+    /// Leader-election durations are unusable.
+    #[error(transparent)]
+    LeaderElection(#[from] LeaderElectionConfigError),
+    /// `--metrics-bind-address` is neither `0` nor an address.
+    #[error("--metrics-bind-address {0:?} is neither 0 nor an address like 0.0.0.0:8080")]
+    MetricsAddress(String),
+    /// No usable kubeconfig or in-cluster configuration.
+    #[error("cannot load the Kubernetes client configuration: {0}")]
+    KubeConfig(#[source] kube::config::InferConfigError),
+    /// The client could not be built from the configuration.
+    #[error("cannot build the Kubernetes client: {0}")]
+    Client(#[source] kube::Error),
+    /// A listener could not be opened.
+    #[error(transparent)]
+    Http(#[from] ServeHttpError),
+    /// The webhook server failed.
+    #[error("conversion webhook failed: {0}")]
+    Webhook(String),
+    /// The async runtime could not start.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+impl RunError {
+    /// 1 for configuration problems the user can fix, 2 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::WatchScope(_)
+            | Self::LeaderElection(_)
+            | Self::MetricsAddress(_)
+            | Self::KubeConfig(_)
+            | Self::Http(ServeHttpError::Bind { .. }) => 1,
+            Self::Webhook(_) | Self::Client(_) | Self::Http(_) | Self::Runtime(_) => 2,
+        }
+    }
+}
 
 /// Runs the controller manager until SIGTERM.
-pub fn main(_args: RunArgs) -> ExitCode {
-    eprintln!("error: `operator run` is not available in this build yet");
-    ExitCode::from(2)
+pub fn main(args: RunArgs) -> ExitCode {
+    telemetry::init(args.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return report(RunError::Runtime(e)),
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => report(e),
+    }
+}
+
+fn report(e: RunError) -> ExitCode {
+    error!(error = %e, "operator stopped");
+    eprintln!("error: {e}");
+    ExitCode::from(e.exit_code())
+}
+
+fn in_cluster_namespace() -> Option<String> {
+    std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+fn default_identity() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "memcached-operator".to_string());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "{host}_{:x}",
+        (nanos ^ u128::from(std::process::id()) << 32) & 0xffff_ffff_ffff
+    )
+}
+
+/// Resolves when SIGTERM or SIGINT arrives.
+async fn termination_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => info!("received SIGTERM"),
+                    _ = int.recv() => info!("received SIGINT"),
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// The controllers of every watched namespace, until `token` is cancelled.
+async fn run_controllers(
+    shared: Arc<Shared>,
+    scope: WatchScope,
+    concurrency: u16,
+    token: CancellationToken,
+) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let scopes = scope.watches();
+    let expected = scopes.len();
+    let controllers = futures::future::join_all(scopes.into_iter().map(|ns| {
+        controller::run_scope(shared.clone(), ns, concurrency, token.clone(), tx.clone())
+    }));
+    drop(tx);
+    let metrics = shared.metrics.clone();
+    let publish = async move {
+        let mut all = Vec::with_capacity(expected);
+        while let Some(s) = rx.recv().await {
+            all.push(s);
+            if all.len() == expected {
+                metrics.set_scopes(all.clone());
+            }
+        }
+    };
+    let (_, ()) = tokio::join!(controllers, publish);
+    shared.metrics.set_scopes(Vec::new());
+}
+
+async fn run(args: RunArgs) -> Result<(), RunError> {
+    let scope = WatchScope::parse(&args.watch_namespace)?;
+    let (lease_duration, renew_grace) = leader::lease_seconds(
+        args.leader_election_lease_duration,
+        args.leader_election_renew_grace,
+    )?;
+    let metrics_addr: Option<SocketAddr> = match args.metrics_bind_address.trim() {
+        "0" | "" => None,
+        a => Some(
+            a.parse()
+                .map_err(|_| RunError::MetricsAddress(a.to_string()))?,
+        ),
+    };
+
+    let config = kube::Config::infer().await.map_err(RunError::KubeConfig)?;
+    let client = Client::try_from(config.clone()).map_err(RunError::Client)?;
+
+    let metrics = Arc::new(Metrics::new());
+    let shutting_down = Arc::new(AtomicBool::new(false));
+    let readiness = WebhookReadiness::new();
+    // Servers outlive the controllers: probes and metrics stay up while shutdown drains.
+    let servers_stop = CancellationToken::new();
+    let shutdown = CancellationToken::new();
+
+    let probe_listener = http::bind(args.health_probe_bind_address, "health probes").await?;
+    info!(address = %args.health_probe_bind_address, "serving /healthz and /readyz");
+    let mut servers = tokio::task::JoinSet::new();
+    servers.spawn(http::serve_probes(
+        probe_listener,
+        Health {
+            webhook: readiness.clone(),
+            shutting_down: shutting_down.clone(),
+        },
+        servers_stop.clone(),
+    ));
+    if let Some(addr) = metrics_addr {
+        let listener = http::bind(addr, "metrics").await?;
+        info!(address = %addr, "serving /metrics");
+        servers.spawn(http::serve_metrics(
+            listener,
+            metrics.clone(),
+            servers_stop.clone(),
+        ));
+    }
+
+    // The webhook runs on every replica, leader or not: the API server may call any of them.
+    let webhook_failed = CancellationToken::new();
+    let webhook_task = {
+        let (args, readiness, stop, failed, shutdown) = (
+            args.webhook.clone(),
+            readiness.clone(),
+            servers_stop.clone(),
+            webhook_failed.clone(),
+            shutdown.clone(),
+        );
+        tokio::spawn(async move {
+            let result = webhook::serve(args, readiness, stop).await;
+            if let Err(e) = &result {
+                error!(error = %e, "conversion webhook stopped; shutting down");
+                failed.cancel();
+                shutdown.cancel();
+            }
+            result.map_err(|e| RunError::Webhook(e.to_string()))
+        })
+    };
+
+    {
+        let (shutdown, shutting_down) = (shutdown.clone(), shutting_down.clone());
+        tokio::spawn(async move {
+            termination_signal().await;
+            shutting_down.store(true, Ordering::SeqCst);
+            shutdown.cancel();
+        });
+    }
+
+    let identity = args
+        .leader_election_identity
+        .clone()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(default_identity);
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: controller::REPORTER.to_string(),
+            instance: Some(identity.clone()),
+        },
+    );
+    let shared = Arc::new(Shared {
+        client: client.clone(),
+        recorder,
+        metrics: metrics.clone(),
+        backoff: controller::backoff::Backoff::new(args.backoff_base, args.backoff_max),
+        resync: args.resync_period,
+    });
+    info!(scope = %scope, leader_elect = args.leader_elect, "starting the controller manager");
+
+    let concurrency = args.max_concurrent_reconciles;
+    let main_work = {
+        let (shared, scope, metrics, shutdown) = (
+            shared.clone(),
+            scope.clone(),
+            metrics.clone(),
+            shutdown.clone(),
+        );
+        let work = move |token: CancellationToken| {
+            run_controllers(shared.clone(), scope.clone(), concurrency, token)
+        };
+        let leader_args = args.leader_elect.then(|| {
+            let namespace = args
+                .leader_election_namespace
+                .clone()
+                .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                .filter(|s| !s.is_empty())
+                .or_else(in_cluster_namespace)
+                .unwrap_or_else(|| config.default_namespace.clone());
+            LeaderElectionConfig {
+                lease_name: args.leader_election_id.clone(),
+                namespace,
+                identity: identity.clone(),
+                lease_duration_secs: lease_duration,
+                renew_grace_secs: renew_grace,
+            }
+        });
+        let lease_config = config.clone();
+        async move {
+            match leader_args {
+                Some(cfg) => {
+                    let timeout = leader::lease_request_timeout(&cfg);
+                    let mut c = lease_config;
+                    c.connect_timeout = Some(timeout);
+                    c.read_timeout = Some(timeout);
+                    c.write_timeout = Some(timeout);
+                    let lease_client = Client::try_from(c).map_err(RunError::Client)?;
+                    leader::run(lease_client, cfg, metrics, shutdown, work).await;
+                }
+                None => {
+                    metrics.set_leader(true);
+                    work(shutdown).await;
+                    metrics.set_leader(false);
+                }
+            }
+            Ok::<(), RunError>(())
+        }
+    };
+
+    let grace = args.shutdown_timeout;
+    let drained = tokio::select! {
+        r = main_work => r,
+        () = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => {
+            warn!(timeout = ?grace, "graceful shutdown timed out; stopping in-flight reconciles");
+            Ok(())
+        }
+    };
+    servers_stop.cancel();
+    let webhook_result = match tokio::time::timeout(Duration::from_secs(5), webhook_task).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(join)) => Err(RunError::Webhook(join.to_string())),
+        Err(_) => {
+            warn!("webhook server did not stop in 5s");
+            Ok(())
+        }
+    };
+    while let Ok(Some(joined)) =
+        tokio::time::timeout(Duration::from_secs(5), servers.join_next()).await
+    {
+        if let Ok(Err(e)) = joined {
+            warn!(error = %e, "HTTP server stopped with an error");
+        }
+    }
+    drained?;
+    if webhook_failed.is_cancelled() {
+        webhook_result?;
+    }
+    info!("shutdown complete");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Wrapper {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    #[test]
+    fn defaults_follow_kubebuilder_conventions() {
+        let w = Wrapper::try_parse_from(["x"]).unwrap();
+        assert_eq!(w.run.metrics_bind_address, "0.0.0.0:8080");
+        assert_eq!(w.run.health_probe_bind_address.port(), 8081);
+        assert_eq!(w.run.webhook.webhook_port, 9443);
+        assert!(!w.run.leader_elect);
+        assert_eq!(
+            w.run.leader_election_lease_duration,
+            Duration::from_secs(15)
+        );
+        assert_eq!(w.run.resync_period, Duration::from_secs(300));
+    }
+
+    #[test]
+    fn config_errors_exit_1() {
+        let e: RunError = WatchScope::parse("A").unwrap_err().into();
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(RunError::MetricsAddress("x".into()).exit_code(), 1);
+    }
+
+    #[test]
+    fn identities_differ() {
+        let a = default_identity();
+        std::thread::sleep(Duration::from_millis(2));
+        assert_ne!(a, default_identity());
+    }
 }

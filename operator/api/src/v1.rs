@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Desired state of a memcached cluster.
+// clippy reads the repeated `type_ = ...` of separate `printcolumn(...)` groups as duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "cache.example.com",

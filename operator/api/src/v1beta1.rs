@@ -7,6 +7,8 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 /// Desired state of a memcached cluster.
+// clippy reads the repeated `type_ = ...` of separate `printcolumn(...)` groups as duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "cache.example.com",

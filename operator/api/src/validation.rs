@@ -74,6 +74,151 @@ pub fn parse_memory_quantity(q: &str) -> Option<i128> {
         .map(|v| (v * mult as f64) as i128)
 }
 
+/// A Kubernetes quantity in thousandths of its unit, computed exactly (no floats): `1500m` →
+/// 1500, `2Ki` → 2_048_000, `1.5Gi` → 1_610_612_736_000. `None` when `q` is not a quantity in
+/// the suffix forms (decimal SI, binary SI, milli) the operator accepts.
+pub fn parse_quantity_millis(q: &str) -> Option<i128> {
+    let q = q.trim();
+    let split = q
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .unwrap_or(q.len());
+    let (num, suffix) = q.split_at(split);
+    let mul: i128 = match suffix {
+        "" => 1000,
+        "m" => 1,
+        "k" => 1_000_000,
+        "M" => 1_000_000_000,
+        "G" => 1_000_000_000_000,
+        "T" => 1_000_000_000_000_000,
+        "P" => 1_000_000_000_000_000_000,
+        "Ki" => 1000 << 10,
+        "Mi" => 1000 << 20,
+        "Gi" => 1000 << 30,
+        "Ti" => 1000 << 40,
+        "Pi" => 1000 << 50,
+        _ => return None,
+    };
+    let (negative, digits) = match num.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, num.strip_prefix('+').unwrap_or(num)),
+    };
+    let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
+    if (int_part.is_empty() && frac_part.is_empty())
+        || !int_part.bytes().all(|c| c.is_ascii_digit())
+        || !frac_part.bytes().all(|c| c.is_ascii_digit())
+        || frac_part.len() > 18
+        || int_part.len() > 20
+    {
+        return None;
+    }
+    let int: i128 = if int_part.is_empty() {
+        0
+    } else {
+        int_part.parse().ok()?
+    };
+    let frac: i128 = if frac_part.is_empty() {
+        0
+    } else {
+        frac_part.parse().ok()?
+    };
+    let scale = 10i128.pow(frac_part.len() as u32);
+    let value = int
+        .checked_mul(scale)?
+        .checked_add(frac)?
+        .checked_mul(mul)?
+        / scale;
+    Some(if negative { -value } else { value })
+}
+
+/// Problems with the name of a Memcached. The name becomes the name of its Service (a DNS-1035
+/// label: lowercase letters, digits and `-`, starting with a letter, at most 63 characters) and
+/// the value of the `app.kubernetes.io/instance` label (at most 63 characters), which a
+/// Memcached name (a DNS subdomain of up to 253 characters) does not guarantee.
+pub fn validate_name(name: &str) -> Vec<SpecProblem> {
+    let b = name.as_bytes();
+    let ok = !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_lowercase()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.last().is_some_and(|c| *c != b'-');
+    if ok {
+        Vec::new()
+    } else {
+        vec![SpecProblem {
+            field: "metadata.name".to_string(),
+            reason: "InvalidName",
+            message: format!(
+                "name {name:?} cannot name a Service: use at most 63 lowercase letters, digits and '-', starting with a letter and not ending with '-'"
+            ),
+        }]
+    }
+}
+
+fn resource_problems(spec: &MemcachedSpec, push: &mut impl FnMut(&str, &'static str, String)) {
+    let Some(res) = spec.resources.as_ref() else {
+        return;
+    };
+    let mut parsed = |kind: &str,
+                      map: &Option<
+        std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    >| {
+        let mut out = std::collections::BTreeMap::new();
+        for (name, q) in map.iter().flatten() {
+            // The memory limit has its own, more specific checks.
+            if kind == "limits" && name == "memory" {
+                if let Some(v) = parse_quantity_millis(&q.0) {
+                    out.insert(name.clone(), v);
+                }
+                continue;
+            }
+            match parse_quantity_millis(&q.0) {
+                Some(v) if v >= 0 => {
+                    out.insert(name.clone(), v);
+                }
+                _ => push(
+                    &format!("spec.resources.{kind}.{name}"),
+                    "InvalidResources",
+                    format!("{:?} is not a valid non-negative quantity", q.0),
+                ),
+            }
+        }
+        out
+    };
+    let limits = parsed("limits", &res.limits);
+    let requests = parsed("requests", &res.requests);
+    let derived_memory = derived_memory_limit_mib(spec) as i128 * 1000 * (1 << 20);
+    for (name, request) in &requests {
+        let limit = match limits.get(name) {
+            Some(l) => Some(*l),
+            // Without a user limit the operator derives the memory limit.
+            None if name == "memory" => Some(derived_memory),
+            None => None,
+        };
+        if let Some(limit) = limit
+            && *request > limit
+        {
+            push(
+                &format!("spec.resources.requests.{name}"),
+                "InvalidResources",
+                format!(
+                    "request {:?} is above the {} limit",
+                    res.requests
+                        .as_ref()
+                        .and_then(|r| r.get(name))
+                        .map(|q| q.0.as_str())
+                        .unwrap_or_default(),
+                    if limits.contains_key(name) {
+                        "container"
+                    } else {
+                        "derived"
+                    }
+                ),
+            );
+        }
+    }
+}
+
 /// Every problem with `spec`; empty when the operator can act on it.
 pub fn validate_spec(spec: &MemcachedSpec) -> Vec<SpecProblem> {
     let mut problems = Vec::new();
@@ -203,10 +348,12 @@ pub fn validate_spec(spec: &MemcachedSpec) -> Vec<SpecProblem> {
             }
         }
     }
+    resource_problems(spec, &mut push);
     problems
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ResourceRequirements;
@@ -255,6 +402,88 @@ mod tests {
             .unwrap()
             .insert("memory".into(), Quantity("1Gi".into()));
         assert!(validate_spec(&s).is_empty());
+    }
+
+    #[test]
+    fn names_must_fit_a_service() {
+        assert!(validate_name("web-cache").is_empty());
+        assert!(validate_name("a").is_empty());
+        for bad in [
+            "",
+            "1cache",
+            "Cache",
+            "web.cache",
+            "cache-",
+            &"a".repeat(64),
+        ] {
+            let p = validate_name(bad);
+            assert_eq!(p.len(), 1, "{bad:?}");
+            assert_eq!(p[0].reason, "InvalidName");
+            assert_eq!(p[0].field, "metadata.name");
+        }
+    }
+
+    #[test]
+    fn resource_quantities_and_request_bounds() {
+        let mut s = MemcachedSpec::default();
+        s.resources = Some(ResourceRequirements {
+            limits: Some(
+                [
+                    ("cpu".to_string(), Quantity("500m".into())),
+                    ("memory".to_string(), Quantity("1Gi".into())),
+                ]
+                .into(),
+            ),
+            requests: Some(
+                [
+                    ("cpu".to_string(), Quantity("1".into())),
+                    ("memory".to_string(), Quantity("2Gi".into())),
+                    ("ephemeral-storage".to_string(), Quantity("lots".into())),
+                ]
+                .into(),
+            ),
+            claims: None,
+        });
+        let fields: Vec<_> = validate_spec(&s)
+            .into_iter()
+            .map(|p| (p.field, p.reason))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                (
+                    "spec.resources.requests.ephemeral-storage".to_string(),
+                    "InvalidResources"
+                ),
+                (
+                    "spec.resources.requests.cpu".to_string(),
+                    "InvalidResources"
+                ),
+                (
+                    "spec.resources.requests.memory".to_string(),
+                    "InvalidResources"
+                ),
+            ]
+        );
+        // A memory request above the derived limit (104Mi for the defaults) is refused too.
+        s.resources = Some(ResourceRequirements {
+            requests: Some([("memory".to_string(), Quantity("200Mi".into()))].into()),
+            ..Default::default()
+        });
+        assert_eq!(validate_spec(&s)[0].field, "spec.resources.requests.memory");
+    }
+
+    #[test]
+    fn exact_quantities() {
+        assert_eq!(parse_quantity_millis("1"), Some(1000));
+        assert_eq!(parse_quantity_millis("250m"), Some(250));
+        assert_eq!(parse_quantity_millis("1.5Gi"), Some(1500 << 30));
+        assert_eq!(parse_quantity_millis("2k"), Some(2_000_000));
+        assert_eq!(parse_quantity_millis("-1"), Some(-1000));
+        assert_eq!(parse_quantity_millis(".5"), Some(500));
+        assert_eq!(parse_quantity_millis("Mi"), None);
+        assert_eq!(parse_quantity_millis("1Xi"), None);
+        assert_eq!(parse_quantity_millis("1.2.3"), None);
     }
 
     #[test]

@@ -1,0 +1,36 @@
+//! Structured logging of the operator process (tracing), as text or JSON lines on stderr.
+
+use clap::ValueEnum;
+use tracing_subscriber::EnvFilter;
+
+/// Log line format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line (for log collectors).
+    Json,
+}
+
+/// Default filter when `RUST_LOG` is unset: the operator at info, libraries at warn.
+pub const DEFAULT_FILTER: &str = "warn,memcached_operator=info,kube_lease_manager=warn";
+
+/// Installs the global subscriber. Calling it twice keeps the first one.
+pub fn init(format: LogFormat) {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(true);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
+    };
+}
