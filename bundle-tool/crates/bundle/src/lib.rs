@@ -2,10 +2,23 @@
 //!
 //! A bundle is a directory with `manifests/` (a ClusterServiceVersion, CRDs and other objects),
 //! `metadata/annotations.yaml` and usually a `bundle.Dockerfile`. This crate keeps the concerns
-//! apart: [`model`] is the in-memory form, [`load`] reads it from disk without judging it.
+//! apart: [`model`] is the in-memory form, [`load`] reads bundles and manifest streams without
+//! judging them, [`generate`] turns an operator's manifests into bundle files (pure, no I/O),
+//! [`write`] puts those files on disk all-or-nothing, and [`validate`] checks a loaded bundle
+//! (pure, every problem reported).
 
+pub mod generate;
+pub(crate) mod json;
+pub mod kinds;
 pub mod load;
 pub mod model;
+pub mod naming;
+pub mod schemas;
+pub mod semver_range;
+pub mod validate;
+pub mod write;
 
+pub use generate::{GenerateBundleError, GenerateOptions, GeneratedBundle, generate_bundle};
 pub use load::{LoadBundleError, load_bundle_dir};
 pub use model::{Bundle, Manifest};
+pub use validate::{Suite, ValidateOptions, validate_bundle};

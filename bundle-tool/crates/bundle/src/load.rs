@@ -1,7 +1,9 @@
-//! Reading a registry+v1 bundle directory into a [`Bundle`].
+//! Reading a registry+v1 bundle directory into a [`Bundle`], and manifest streams into
+//! [`InputDocument`]s.
 //!
-//! The loader only parses: a bundle with wrong content still loads, and the validators report
-//! what is wrong with it. It fails only when it cannot read or parse a file, naming that file.
+//! The loaders only parse: a bundle with wrong content still loads, and the validators report
+//! what is wrong with it. They fail only when they cannot read or parse a file, naming that file
+//! (and for streams the document number), so every later error can point at its source.
 
 use crate::model::{Bundle, Manifest};
 use olmkit_core::docs::{parse_document, parse_documents};
@@ -168,6 +170,7 @@ pub fn load_bundle_dir(dir: &Path) -> Result<Bundle, LoadBundleError> {
                 object,
             });
         }
+        bundle.manifest_files.insert(name, bytes);
     }
     let metadata = dir.join("metadata");
     for file in ["annotations.yaml", "annotations.yml"] {
@@ -218,6 +221,7 @@ pub fn load_bundle_dir(dir: &Path) -> Result<Bundle, LoadBundleError> {
     if dockerfile.is_file() {
         let text = String::from_utf8_lossy(&read(&dockerfile)?).into_owned();
         bundle.dockerfile_labels = Some(parse_dockerfile_labels(&text));
+        bundle.dockerfile = Some(text);
     }
     for path in sorted_files(dir)? {
         let r = rel(dir, &path);
@@ -228,9 +232,279 @@ pub fn load_bundle_dir(dir: &Path) -> Result<Bundle, LoadBundleError> {
     Ok(bundle)
 }
 
+/// A manifest stream (stdin, a file or a directory of YAML) could not be read.
+#[derive(Debug, Error)]
+pub enum LoadManifestsError {
+    /// A file or directory could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file could not be parsed.
+    #[error(transparent)]
+    Parse(#[from] olmkit_core::docs::ParseDocumentError),
+    /// A document is not a Kubernetes object (a mapping).
+    #[error(
+        "{document}: not a Kubernetes object (expected a mapping with apiVersion and kind, found {found})"
+    )]
+    NotAnObject {
+        /// `<source> document <n>`.
+        document: String,
+        /// What was found instead.
+        found: &'static str,
+    },
+    /// A directory holds no YAML or JSON file.
+    #[error("{0}: no .yaml, .yml or .json files found")]
+    Empty(PathBuf),
+}
+
+/// One object of a manifest stream, with where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputDocument {
+    /// The input: a file path, or `<stdin>`.
+    pub source: String,
+    /// 1-based position of the document in its source (items of a `List` share their list's
+    /// number and get `.item <i>`).
+    pub index: usize,
+    /// For items of a `kind: List` document, the 0-based item index.
+    pub item: Option<usize>,
+    /// The object.
+    pub object: Value,
+}
+
+impl InputDocument {
+    /// `kind` of the object, or "".
+    pub fn kind(&self) -> &str {
+        self.object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+    /// `apiVersion` of the object, or "".
+    pub fn api_version(&self) -> &str {
+        self.object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+    /// `metadata.name` of the object, or "".
+    pub fn name(&self) -> &str {
+        self.object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+    /// `<source> document <n>`, the position part of [`InputDocument::label`].
+    pub fn position(&self) -> String {
+        match self.item {
+            Some(i) => format!("{} document {} item {}", self.source, self.index, i),
+            None => format!("{} document {}", self.source, self.index),
+        }
+    }
+    /// `<source> document <n> (<Kind> <name>)`: how errors name this document.
+    pub fn label(&self) -> String {
+        let (kind, name) = (self.kind(), self.name());
+        match (kind.is_empty(), name.is_empty()) {
+            (true, _) => self.position(),
+            (false, true) => format!("{} ({kind})", self.position()),
+            (false, false) => format!("{} ({kind} {name})", self.position()),
+        }
+    }
+}
+
+fn value_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a sequence",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// Parses a stream of YAML or JSON documents (as `kubectl kustomize` prints) into objects.
+/// Empty documents are skipped; a `kind: List` document is flattened into its items.
+pub fn load_manifest_stream(
+    source: &str,
+    bytes: &[u8],
+) -> Result<Vec<InputDocument>, LoadManifestsError> {
+    // Number documents as they appear, counting empty ones too, so "document 7" is the
+    // seventh `---` section a user sees in the file.
+    let text_docs = parse_documents_numbered(source, bytes)?;
+    let mut out = Vec::new();
+    for (index, object) in text_docs {
+        let document = format!("{source} document {index}");
+        if !object.is_object() {
+            return Err(LoadManifestsError::NotAnObject {
+                document,
+                found: value_kind(&object),
+            });
+        }
+        let is_list = object.get("kind").and_then(Value::as_str) == Some("List")
+            && object.get("items").is_some_and(Value::is_array);
+        if is_list {
+            let items = object
+                .get("items")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for (i, item) in items.into_iter().enumerate() {
+                if !item.is_object() {
+                    return Err(LoadManifestsError::NotAnObject {
+                        document: format!("{document} item {i}"),
+                        found: value_kind(&item),
+                    });
+                }
+                out.push(InputDocument {
+                    source: source.to_string(),
+                    index,
+                    item: Some(i),
+                    object: item,
+                });
+            }
+        } else {
+            out.push(InputDocument {
+                source: source.to_string(),
+                index,
+                item: None,
+                object,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Splits YAML text on document markers and parses each part on its own so documents keep
+/// their 1-based position even when some are empty. JSON streams are numbered in order.
+fn parse_documents_numbered(
+    source: &str,
+    bytes: &[u8],
+) -> Result<Vec<(usize, Value)>, LoadManifestsError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        olmkit_core::docs::ParseDocumentError::new(source, format!("not UTF-8 text: {e}"))
+    })?;
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        let docs = parse_documents(source, bytes)?;
+        return Ok(docs
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| (i + 1, d))
+            .collect());
+    }
+    // Document boundaries: a line that is exactly `---` (or `--- ` followed by content).
+    let mut parts: Vec<String> = vec![String::new()];
+    for line in text.split_inclusive('\n') {
+        let l = line.trim_end();
+        if l == "---" || l.starts_with("--- ") || l.starts_with("---\t") {
+            parts.push(String::new());
+        } else if let Some(last) = parts.last_mut() {
+            last.push_str(line);
+        }
+    }
+    // A leading `---` makes the first part empty; it is not a document of its own.
+    if text.trim_start().starts_with("---") && parts.first().is_some_and(|p| p.trim().is_empty()) {
+        parts.remove(0);
+    }
+    let whole = parse_documents(source, bytes);
+    let mut numbered = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        match parse_documents(&format!("{source} document {}", i + 1), part.as_bytes()) {
+            Ok(docs) => numbered.extend(docs.into_iter().map(|d| (i + 1, d))),
+            // A syntax error: name the document it is in, unless the whole text parses (then
+            // the split cut through a block scalar and the parser's numbering is the truth).
+            Err(e) if whole.is_err() => return Err(e.into()),
+            Err(_) => break,
+        }
+    }
+    let all = whole?;
+    // The split is a fast path; if it disagrees with the real parser (a `---` inside a block
+    // scalar), trust the parser and number documents in order.
+    if numbered.len() != all.len() || numbered.iter().zip(&all).any(|((_, a), b)| a != b) {
+        return Ok(all
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| (i + 1, d))
+            .collect());
+    }
+    Ok(numbered)
+}
+
+/// Reads every `.yaml`, `.yml` and `.json` file under `dir` (recursively, sorted by path) as a
+/// manifest stream. Sources are named by their path as given (`config/samples/x.yaml`).
+pub fn load_manifest_dir(dir: &Path) -> Result<Vec<InputDocument>, LoadManifestsError> {
+    let meta = fs::metadata(dir).map_err(|source| LoadManifestsError::Read {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    if meta.is_file() {
+        let bytes = fs::read(dir).map_err(|source| LoadManifestsError::Read {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        return load_manifest_stream(&dir.display().to_string(), &bytes);
+    }
+    let files = sorted_files(dir).map_err(|e| match e {
+        LoadBundleError::Read { path, source } => LoadManifestsError::Read { path, source },
+        other => LoadManifestsError::Read {
+            path: dir.to_path_buf(),
+            source: std::io::Error::other(other.to_string()),
+        },
+    })?;
+    let mut out = Vec::new();
+    let mut seen_any = false;
+    for path in files {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if !matches!(ext, "yaml" | "yml" | "json") {
+            continue;
+        }
+        seen_any = true;
+        let bytes = fs::read(&path).map_err(|source| LoadManifestsError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        out.extend(load_manifest_stream(&path.display().to_string(), &bytes)?);
+    }
+    if !seen_any {
+        return Err(LoadManifestsError::Empty(dir.to_path_buf()));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stream_numbers_documents_as_written() {
+        let docs = load_manifest_stream(
+            "<stdin>",
+            b"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Secret, metadata: {name: s}}\n",
+        )
+        .unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0].label(), "<stdin> document 1 (ConfigMap a)");
+        assert_eq!(docs[1].label(), "<stdin> document 3 item 0 (Secret s)");
+        let e = load_manifest_stream("<stdin>", b"a: 1\n---\n- 1\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "<stdin> document 2: not a Kubernetes object (expected a mapping with apiVersion and kind, found a sequence)"
+        );
+    }
+
+    #[test]
+    fn block_scalars_with_dashes_keep_order() {
+        let docs = load_manifest_stream("f", b"kind: A\ndata: |\n  x\n  ---\n  y\n---\nkind: B\n")
+            .unwrap();
+        assert_eq!(
+            docs.iter().map(|d| d.kind()).collect::<Vec<_>>(),
+            ["A", "B"]
+        );
+    }
 
     #[test]
     fn dockerfile_labels() {

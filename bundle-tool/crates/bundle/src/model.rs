@@ -77,6 +77,10 @@ pub struct Bundle {
     pub dockerfile_labels: Option<BTreeMap<String, String>>,
     /// Other files of the bundle (for example `tests/scorecard/config.yaml`), relative paths.
     pub other_files: Vec<String>,
+    /// Text of `bundle.Dockerfile`, if present (validation checks its COPY sources).
+    pub dockerfile: Option<String>,
+    /// Raw bytes of every file under `manifests/`, by relative path (validation checks sizes).
+    pub manifest_files: BTreeMap<String, Vec<u8>>,
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {

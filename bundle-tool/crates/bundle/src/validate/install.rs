@@ -1,0 +1,192 @@
+//! Install strategy checks: what OLM needs to create the operator's pods.
+//!
+//! OLM creates one Deployment per `spec.install.spec.deployments` entry and one ServiceAccount
+//! per account named in `permissions`/`clusterPermissions`; the bundle's other manifests are
+//! created as they are. A deployment whose account nobody creates never gets pods, and
+//! operator-framework/api rejects a bundled ServiceAccount that shadows one OLM creates.
+
+use super::{Ctx, hint};
+use crate::json::{arr_at, str_at, string_map};
+use crate::schemas;
+use std::collections::BTreeSet;
+
+fn deployment_sa(spec: &serde_json::Value) -> String {
+    str_at(spec, "/template/spec/serviceAccountName")
+        .or_else(|| str_at(spec, "/template/spec/serviceAccount"))
+        .filter(|s| !s.is_empty())
+        .unwrap_or("default")
+        .to_string()
+}
+
+/// Runs the install checks.
+pub(crate) fn check(ctx: &mut Ctx) {
+    let Some(file) = ctx.csv_file() else { return };
+    let csv = ctx.csv_obj();
+    let f = Some(file);
+    if str_at(csv, "/spec/install/strategy") != Some("deployment") {
+        return;
+    }
+    let deployments = arr_at(csv, "/spec/install/spec/deployments");
+    if deployments.is_empty() {
+        let fi = ctx.error(
+            "install-deployments",
+            f,
+            Some("spec.install.spec.deployments"),
+            "the install strategy lists no deployment, so OLM would run nothing",
+        );
+        hint(
+            fi,
+            "generate the CSV from the operator's manifests (its Deployment) with `bundle-tool generate bundle`",
+        );
+        return;
+    }
+    let mut names = BTreeSet::new();
+    let mut used_accounts = BTreeSet::new();
+    for (i, d) in deployments.iter().enumerate() {
+        let base = format!("spec.install.spec.deployments[{i}]");
+        let name = str_at(d, "/name").unwrap_or("");
+        if name.is_empty() {
+            ctx.error(
+                "install-deployments",
+                f,
+                Some(&format!("{base}.name")),
+                "deployment name is required",
+            );
+        } else if !names.insert(name.to_string()) {
+            ctx.error(
+                "install-deployments",
+                f,
+                Some(&format!("{base}.name")),
+                format!("deployment {name} is listed twice"),
+            );
+        } else if let Some(p) = crate::naming::dns1123_subdomain_problem(name) {
+            ctx.error(
+                "install-deployments",
+                f,
+                Some(&format!("{base}.name")),
+                format!("{name:?} is not a valid Deployment name: {p}"),
+            );
+        }
+        let Some(spec) = d.get("spec") else {
+            ctx.error(
+                "install-deployments",
+                f,
+                Some(&format!("{base}.spec")),
+                "deployment spec is required",
+            );
+            continue;
+        };
+        match schemas::validate_deployment_spec(
+            if name.is_empty() { "deployment" } else { name },
+            spec,
+        ) {
+            Ok(violations) => {
+                for v in violations {
+                    let path = if v.path.is_empty() {
+                        format!("{base}.spec")
+                    } else {
+                        format!("{base}.spec.{}", v.path)
+                    };
+                    ctx.error(
+                        "install-deployments",
+                        f,
+                        Some(&path),
+                        format!("deployment {name}: {}", v.message),
+                    );
+                }
+            }
+            Err(e) => {
+                ctx.error(
+                    "install-deployments",
+                    f,
+                    Some(&format!("{base}.spec")),
+                    format!("cannot check against the Deployment schema: {e}"),
+                );
+            }
+        }
+        let selector = string_map(spec, "/selector/matchLabels");
+        let labels = string_map(spec, "/template/metadata/labels");
+        let has_expressions = !arr_at(spec, "/selector/matchExpressions").is_empty();
+        if selector.is_empty() && !has_expressions {
+            ctx.error("install-deployments", f, Some(&format!("{base}.spec.selector")), format!("deployment {name} has an empty selector; apps/v1 requires one matching the pod template labels"));
+        }
+        for (k, v) in &selector {
+            if !labels.iter().any(|(lk, lv)| lk == k && lv == v) {
+                ctx.error(
+                    "install-deployments",
+                    f,
+                    Some(&format!("{base}.spec.selector.matchLabels.{k}")),
+                    format!("selector {k}={v} does not match the pod template labels, so the API server would reject deployment {name}"),
+                );
+            }
+        }
+        used_accounts.insert(deployment_sa(spec));
+    }
+
+    let mut created: BTreeSet<String> = BTreeSet::new();
+    for key in ["permissions", "clusterPermissions"] {
+        for (i, p) in arr_at(csv, &format!("/spec/install/spec/{key}"))
+            .iter()
+            .enumerate()
+        {
+            let sa = str_at(p, "/serviceAccountName").unwrap_or("");
+            let path = format!("spec.install.spec.{key}[{i}].serviceAccountName");
+            if sa.is_empty() {
+                ctx.error(
+                    "install-permissions",
+                    f,
+                    Some(&path),
+                    "serviceAccountName is required",
+                );
+                continue;
+            }
+            if !used_accounts.contains(sa) {
+                ctx.warning(
+                    "install-permissions",
+                    f,
+                    Some(&path),
+                    format!(
+                        "service account {sa} is granted {key} but no install deployment runs as it"
+                    ),
+                );
+            }
+            created.insert(sa.to_string());
+        }
+    }
+    let bundled: Vec<(String, String)> = ctx
+        .bundle
+        .manifests
+        .iter()
+        .filter(|m| m.kind() == "ServiceAccount")
+        .map(|m| (m.name().to_string(), m.file.clone()))
+        .collect();
+    for (sa_name, sa_file) in &bundled {
+        if used_accounts.contains(sa_name) {
+            let fi = ctx.error(
+                "install-service-accounts",
+                Some(sa_file),
+                Some("metadata.name"),
+                format!("invalid service account found in bundle. sa name cannot match service account defined for deployment spec in CSV ({sa_name})"),
+            );
+            hint(
+                fi,
+                "remove it: OLM creates the accounts named in permissions/clusterPermissions",
+            );
+        }
+    }
+    for sa in &used_accounts {
+        if sa == "default" || created.contains(sa) || bundled.iter().any(|(n, _)| n == sa) {
+            continue;
+        }
+        let fi = ctx.error(
+            "install-service-accounts",
+            f,
+            Some("spec.install.spec.deployments"),
+            format!("a deployment runs as service account {sa}, which neither the CSV permissions nor the bundle create; its pods would never start"),
+        );
+        hint(
+            fi,
+            format!("add a permissions entry for {sa} (rules may be empty)"),
+        );
+    }
+}
