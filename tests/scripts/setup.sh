@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh Debian machine. Idempotent.
 #   - Debian: docker-registry (a real OCI registry), skopeo and umoci (independent image
-#     clients), apache2-utils (htpasswd for the registry's basic auth).
+#     clients), apache2-utils (htpasswd for the registry's basic auth), wrk (peer HTTP load
+#     generator for the conversion webhook benchmark).
 #   - Python venv at .venv with grpcio + grpcio-tools (an independent gRPC client) and
 #     jsonschema (an independent schema validator).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 need_apt=()
-for pkg_bin in docker-registry:docker-registry skopeo:skopeo umoci:umoci apache2-utils:htpasswd; do
+for pkg_bin in docker-registry:docker-registry skopeo:skopeo umoci:umoci apache2-utils:htpasswd wrk:wrk; do
   pkg=${pkg_bin%%:*}; bin=${pkg_bin##*:}
   command -v "$bin" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
