@@ -31,10 +31,24 @@ pub fn merge_patch(target: &mut Value, patch: &Value) -> Result<(), ApplyPatchEr
     Ok(())
 }
 
+/// RFC 6902, all-or-nothing. Like the API server's implementation, a `test` of `null` succeeds
+/// on a path that does not exist (kube's finalizer helper relies on this).
 pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), ApplyPatchError> {
     let ops: json_patch::Patch = serde_json::from_value(patch.clone())
         .map_err(|e| ApplyPatchError::Syntax(e.to_string()))?;
-    json_patch::patch(target, &ops).map_err(|e| ApplyPatchError::Failed(e.to_string()))
+    let mut doc = target.clone();
+    for op in ops.0 {
+        if let json_patch::PatchOperation::Test(t) = &op
+            && t.value.is_null()
+            && doc.pointer(t.path.as_str()).is_none()
+        {
+            continue;
+        }
+        json_patch::patch(&mut doc, std::slice::from_ref(&op))
+            .map_err(|e| ApplyPatchError::Failed(e.to_string()))?;
+    }
+    *target = doc;
+    Ok(())
 }
 
 pub fn strategic_merge_patch(target: &mut Value, patch: &Value) -> Result<(), ApplyPatchError> {
