@@ -22,6 +22,8 @@ pub enum CatalogCommand {
     /// Build a catalog from bundle directories (channels from their annotations and CSV
     /// replaces/skips/skipRange, as registry+v1 indexes did) and print it.
     FromBundles(FromBundlesArgs),
+    /// Precompute the index `bundle-tool serve` and `catalog-server` start from instantly.
+    Index(super::serve::IndexArgs),
 }
 
 /// Arguments of `catalog validate` and `catalog check`.
@@ -118,6 +120,7 @@ pub fn validate_dir(
 /// Runs the command.
 pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError> {
     match command {
+        CatalogCommand::Index(a) => super::serve::run_index(a, g).await,
         CatalogCommand::Validate(a) => {
             let (report, _) = validate_dir(&a.dir, g)?;
             print_report(&report, a.output)

@@ -74,6 +74,60 @@ impl ServeOptions {
     }
 }
 
+/// Command-line flags of the catalog server, shared by `catalog-server` and `bundle-tool serve`
+/// (names follow `opm serve` where it has the same option).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// The catalog directory (File-Based Catalog).
+    #[arg(value_name = "CONFIGS_DIR")]
+    pub configs: PathBuf,
+    /// Port to listen on.
+    #[arg(short, long, default_value_t = 50051)]
+    pub port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub address: IpAddr,
+    /// Precomputed index (from `bundle-tool catalog index`). Default: `<CONFIGS_DIR>/../index`
+    /// when that file exists. A missing or stale index is ignored with a warning.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_index")]
+    pub index: Option<PathBuf>,
+    /// Ignore any index and scan the catalog.
+    #[arg(long)]
+    pub no_index: bool,
+    /// Exit with code 1 when the catalog cannot be loaded (default: stay up and NOT_SERVING).
+    #[arg(long)]
+    pub exit_on_load_error: bool,
+    /// Write the load error to this file (Kubernetes terminationMessagePath).
+    #[arg(long, value_name = "FILE")]
+    pub termination_log: Option<PathBuf>,
+    /// Threads used to scan the catalog (0: one per CPU).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Wait this many milliseconds before loading (to exercise probes against a slow start).
+    #[arg(long, default_value_t = 0, hide = true)]
+    pub debug_load_delay_ms: u64,
+}
+
+impl ServeArgs {
+    /// The options these flags ask for.
+    pub fn into_options(self) -> ServeOptions {
+        ServeOptions {
+            configs: self.configs,
+            address: self.address,
+            port: self.port,
+            index: match (self.index, self.no_index) {
+                (_, true) => IndexChoice::Off,
+                (Some(p), false) => IndexChoice::File(p),
+                (None, false) => IndexChoice::Auto,
+            },
+            exit_on_load_error: self.exit_on_load_error,
+            termination_log: self.termination_log,
+            load_delay: Duration::from_millis(self.debug_load_delay_ms),
+            threads: self.threads,
+        }
+    }
+}
+
 /// The server stopped with an error.
 #[derive(Debug, Error)]
 pub enum ServeError {
@@ -347,10 +401,17 @@ pub async fn serve(
 }
 
 fn report_failure(opts: &ServeOptions, reason: &str) {
-    tracing::error!(
-        "cannot serve the catalog ({}); health stays NOT_SERVING:\n{reason}",
-        opts.configs.display()
-    );
+    if opts.exit_on_load_error {
+        tracing::error!(
+            "cannot serve the catalog ({}); exiting",
+            opts.configs.display()
+        );
+    } else {
+        tracing::error!(
+            "cannot serve the catalog ({}); health stays NOT_SERVING:\n{reason}",
+            opts.configs.display()
+        );
+    }
     if let Some(path) = &opts.termination_log {
         if let Err(e) = std::fs::write(path, reason) {
             warn!("cannot write the termination log {}: {e}", path.display());
