@@ -37,16 +37,12 @@ pub struct RunArgs {
     #[arg(long, env = "WATCH_NAMESPACE", default_value = "")]
     pub watch_namespace: String,
 
-    /// Address of the Prometheus `/metrics` endpoint; `0` disables it.
-    #[arg(long, env = "METRICS_BIND_ADDRESS", default_value = "0.0.0.0:8080")]
-    pub metrics_bind_address: String,
+    /// Address of the Prometheus `/metrics` endpoint (`HOST:PORT` or `:PORT`); `0` disables it.
+    #[arg(long, env = "METRICS_BIND_ADDRESS", default_value = ":8080", value_parser = parse_optional_bind_address)]
+    pub metrics_bind_address: OptionalAddr,
 
-    /// Address of the `/healthz` and `/readyz` endpoints.
-    #[arg(
-        long,
-        env = "HEALTH_PROBE_BIND_ADDRESS",
-        default_value = "0.0.0.0:8081"
-    )]
+    /// Address of the `/healthz` and `/readyz` endpoints (`HOST:PORT` or `:PORT`).
+    #[arg(long, env = "HEALTH_PROBE_BIND_ADDRESS", default_value = ":8081", value_parser = parse_bind_address)]
     pub health_probe_bind_address: SocketAddr,
 
     /// Elect a leader through a Lease so that only one replica reconciles.
@@ -108,6 +104,29 @@ pub struct RunArgs {
     pub webhook: WebhookArgs,
 }
 
+/// A listen address, or none (`0`: the endpoint is off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptionalAddr(pub Option<SocketAddr>);
+
+/// Parses `HOST:PORT`, or `:PORT` for all interfaces (the Go/kubebuilder form).
+fn parse_bind_address(text: &str) -> Result<SocketAddr, String> {
+    let t = text.trim();
+    let full = if t.starts_with(':') {
+        format!("0.0.0.0{t}")
+    } else {
+        t.to_string()
+    };
+    full.parse()
+        .map_err(|_| format!("`{text}` is not an address like :8080 or 127.0.0.1:8080"))
+}
+
+fn parse_optional_bind_address(text: &str) -> Result<OptionalAddr, String> {
+    match text.trim() {
+        "0" | "" => Ok(OptionalAddr(None)),
+        t => parse_bind_address(t).map(|a| OptionalAddr(Some(a))),
+    }
+}
+
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let signed: jiff::SignedDuration = text
         .parse()
@@ -124,9 +143,6 @@ pub enum RunError {
     /// Leader-election durations are unusable.
     #[error(transparent)]
     LeaderElection(#[from] LeaderElectionConfigError),
-    /// `--metrics-bind-address` is neither `0` nor an address.
-    #[error("--metrics-bind-address {0:?} is neither 0 nor an address like 0.0.0.0:8080")]
-    MetricsAddress(String),
     /// No usable kubeconfig or in-cluster configuration.
     #[error("cannot load the Kubernetes client configuration: {0}")]
     KubeConfig(#[source] kube::config::InferConfigError),
@@ -150,7 +166,6 @@ impl RunError {
         match self {
             Self::WatchScope(_)
             | Self::LeaderElection(_)
-            | Self::MetricsAddress(_)
             | Self::KubeConfig(_)
             | Self::Http(ServeHttpError::Bind { .. }) => 1,
             Self::Webhook(_) | Self::Client(_) | Self::Http(_) | Self::Runtime(_) => 2,
@@ -264,13 +279,7 @@ async fn run(args: RunArgs) -> Result<(), RunError> {
         args.leader_election_lease_duration,
         args.leader_election_renew_grace,
     )?;
-    let metrics_addr: Option<SocketAddr> = match args.metrics_bind_address.trim() {
-        "0" | "" => None,
-        a => Some(
-            a.parse()
-                .map_err(|_| RunError::MetricsAddress(a.to_string()))?,
-        ),
-    };
+    let metrics_addr = args.metrics_bind_address.0;
 
     let config = kube::Config::infer().await.map_err(RunError::KubeConfig)?;
     let client = Client::try_from(config.clone()).map_err(RunError::Client)?;
@@ -449,7 +458,10 @@ mod tests {
     #[test]
     fn defaults_follow_kubebuilder_conventions() {
         let w = Wrapper::try_parse_from(["x"]).unwrap();
-        assert_eq!(w.run.metrics_bind_address, "0.0.0.0:8080");
+        assert_eq!(
+            w.run.metrics_bind_address,
+            OptionalAddr(Some("0.0.0.0:8080".parse().unwrap()))
+        );
         assert_eq!(w.run.health_probe_bind_address.port(), 8081);
         assert_eq!(w.run.webhook.webhook_port, 9443);
         assert!(!w.run.leader_elect);
@@ -464,7 +476,15 @@ mod tests {
     fn config_errors_exit_1() {
         let e: RunError = WatchScope::parse("A").unwrap_err().into();
         assert_eq!(e.exit_code(), 1);
-        assert_eq!(RunError::MetricsAddress("x".into()).exit_code(), 1);
+        assert_eq!(
+            parse_optional_bind_address("0"),
+            Ok(OptionalAddr(None))
+        );
+        assert_eq!(
+            parse_bind_address("127.0.0.1:9"),
+            Ok("127.0.0.1:9".parse().unwrap())
+        );
+        assert!(parse_bind_address("8080").is_err());
     }
 
     #[test]
