@@ -190,3 +190,87 @@ fn flags_parse_with_defaults_and_durations() {
     let negative = Cli::try_parse_from(["x", "--webhook-request-timeout", "-5s"]);
     assert!(negative.is_err());
 }
+
+#[test]
+fn default_certificate_locations_are_olms() {
+    let defaults = super::certs::candidates(&super::WebhookArgs::default());
+    let paths: Vec<_> = defaults
+        .iter()
+        .map(|c| (c.cert.display().to_string(), c.key.display().to_string()))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            (
+                "/tmp/k8s-webhook-server/serving-certs/tls.crt".to_string(),
+                "/tmp/k8s-webhook-server/serving-certs/tls.key".to_string()
+            ),
+            (
+                "/apiserver.local.config/certificates/apiserver.crt".to_string(),
+                "/apiserver.local.config/certificates/apiserver.key".to_string()
+            ),
+        ]
+    );
+    let explicit = super::WebhookArgs {
+        webhook_cert_path: Some("/certs".into()),
+        webhook_cert_name: "serving.pem".into(),
+        ..Default::default()
+    };
+    let only = super::certs::candidates(&explicit);
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0].cert, std::path::Path::new("/certs/serving.pem"));
+}
+
+#[tokio::test]
+async fn the_first_existing_pair_wins_and_bad_pairs_name_the_file() {
+    use super::certs::{self, CertFiles};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = CertFiles {
+        cert: dir.path().join("a.crt"),
+        key: dir.path().join("a.key"),
+    };
+    let b = CertFiles {
+        cert: dir.path().join("b.crt"),
+        key: dir.path().join("b.key"),
+    };
+    let missing = certs::read_first(&[a.clone(), b.clone()]).await;
+    let message = missing.expect_err("nothing there").to_string();
+    assert!(
+        message.contains("a.crt") && message.contains("b.key"),
+        "{message}"
+    );
+
+    let provider = rustls::crypto::ring::default_provider();
+    let one = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("cert");
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("cert");
+    std::fs::write(&b.cert, one.cert.pem()).expect("write");
+    std::fs::write(&b.key, one.signing_key.serialize_pem()).expect("write");
+    let bytes = certs::read_first(&[a.clone(), b.clone()])
+        .await
+        .expect("b exists");
+    assert_eq!(bytes.files, b);
+    let loaded = certs::parse(&bytes, &provider).expect("valid pair");
+    assert_eq!(loaded.fingerprint.len(), 64);
+
+    // `a` appears: it is first, and its key belongs to another certificate.
+    std::fs::write(&a.cert, one.cert.pem()).expect("write");
+    std::fs::write(&a.key, other.signing_key.serialize_pem()).expect("write");
+    let bytes = certs::read_first(&[a.clone(), b.clone()])
+        .await
+        .expect("a exists");
+    assert_eq!(bytes.files, a);
+    let err = certs::parse(&bytes, &provider)
+        .expect_err("mismatch")
+        .to_string();
+    assert!(err.contains("a.crt") && err.contains("key pair"), "{err}");
+
+    std::fs::write(&a.cert, "not a certificate").expect("write");
+    let bytes = certs::read_first(&[a.clone()]).await.expect("exists");
+    let err = certs::parse(&bytes, &provider)
+        .expect_err("garbage")
+        .to_string();
+    assert!(
+        err.contains("a.crt") && err.contains("no PEM certificate"),
+        "{err}"
+    );
+}

@@ -242,6 +242,18 @@ pub async fn serve(
     let tls = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(tls));
 
     let stop = shutdown.child_token();
+    // The first look at the certificate happens before anything answers, so neither /readyz nor
+    // a handshake ever sees a state older than the files on disk.
+    let mut cert_watcher = CertWatcher {
+        candidates: certs::candidates(&args),
+        resolver,
+        provider,
+        readiness: readiness.clone(),
+        local,
+        serving: None,
+        last_problem: None,
+    };
+    cert_watcher.check().await;
     let health = match args.webhook_health_port {
         Some(port) => {
             let health_addr = SocketAddr::new(args.webhook_bind_address, port);
@@ -252,9 +264,10 @@ pub async fn serve(
                         source,
                     }
                 })?;
+            let bound = listener.local_addr().unwrap_or(health_addr);
             let app = server::health_router::<()>(readiness.clone());
             let stop = stop.clone();
-            tracing::info!("webhook health probes on http://{health_addr}/readyz");
+            tracing::info!("webhook health probes on http://{bound}/readyz");
             Some(tokio::spawn(async move {
                 let served = axum::serve(listener, app)
                     .with_graceful_shutdown(stop.cancelled_owned())
@@ -277,15 +290,7 @@ pub async fn serve(
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(args.webhook_request_timeout);
 
-    let watcher = tokio::spawn(watch_certs(
-        certs::candidates(&args),
-        resolver,
-        provider,
-        readiness.clone(),
-        local,
-        args.webhook_cert_poll_interval,
-        stop.clone(),
-    ));
+    let watcher = tokio::spawn(cert_watcher.run(args.webhook_cert_poll_interval, stop.clone()));
     let stopper = tokio::spawn({
         let stop = stop.clone();
         let handle = handle.clone();
@@ -321,39 +326,40 @@ pub async fn serve(
     })
 }
 
-/// Polls the certificate files and keeps `resolver` and `readiness` current.
-async fn watch_certs(
+/// Polls the certificate files and keeps the served certificate and readiness current.
+struct CertWatcher {
     candidates: Vec<certs::CertFiles>,
     resolver: Arc<certs::ReloadableCert>,
     provider: Arc<rustls::crypto::CryptoProvider>,
     readiness: WebhookReadiness,
     local: SocketAddr,
-    interval: Duration,
-    stop: CancellationToken,
-) {
-    let mut serving: Option<certs::CertBytes> = None;
-    let mut last_problem: Option<String> = None;
-    loop {
-        let problem = match certs::read_first(&candidates).await {
-            Ok(bytes) if serving.as_ref() == Some(&bytes) => None,
-            Ok(bytes) => match certs::parse(&bytes, &provider) {
+    serving: Option<certs::CertBytes>,
+    last_problem: Option<String>,
+}
+
+impl CertWatcher {
+    /// Loads the certificate if it appeared or changed; logs a problem once per change.
+    async fn check(&mut self) {
+        let problem = match certs::read_first(&self.candidates).await {
+            Ok(bytes) if self.serving.as_ref() == Some(&bytes) => None,
+            Ok(bytes) => match certs::parse(&bytes, &self.provider) {
                 Ok(loaded) => {
-                    resolver.set(loaded.key);
+                    self.resolver.set(loaded.key);
                     let path = bytes.files.cert.display().to_string();
                     tracing::info!(
                         cert = %path,
                         sha256 = %loaded.fingerprint,
                         "{} serving certificate",
-                        if serving.is_some() { "reloaded" } else { "loaded" }
+                        if self.serving.is_some() { "reloaded" } else { "loaded" }
                     );
-                    readiness.set(
+                    self.readiness.set(
                         true,
                         format!(
-                            "serving on {local} with the certificate from {path} (sha256 {})",
-                            loaded.fingerprint
+                            "serving on {} with the certificate from {path} (sha256 {})",
+                            self.local, loaded.fingerprint
                         ),
                     );
-                    serving = Some(bytes);
+                    self.serving = Some(bytes);
                     None
                 }
                 Err(e) => Some(e.to_string()),
@@ -361,19 +367,25 @@ async fn watch_certs(
             Err(e) => Some(e.to_string()),
         };
         if let Some(problem) = &problem
-            && last_problem.as_ref() != Some(problem)
+            && self.last_problem.as_ref() != Some(problem)
         {
-            if resolver.is_loaded() {
+            if self.resolver.is_loaded() {
                 tracing::warn!("keeping the current serving certificate: {problem}");
             } else {
                 tracing::warn!("conversion webhook not ready: {problem}");
-                readiness.set(false, problem.clone());
+                self.readiness.set(false, problem.clone());
             }
         }
-        last_problem = problem;
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(interval) => {}
+        self.last_problem = problem;
+    }
+
+    async fn run(mut self, interval: Duration, stop: CancellationToken) {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(interval) => {}
+            }
+            self.check().await;
         }
     }
 }
@@ -383,8 +395,10 @@ async fn watch_certs(
 fn init_logging() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
     // A subscriber may already be installed by a host process; keep it.

@@ -11,7 +11,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 
 use super::WebhookReadiness;
 use super::review::{self, Outcome, Reply};
@@ -105,14 +105,16 @@ async fn convert(State(limits): State<Limits>, headers: HeaderMap, body: Body) -
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|len| len > limits.max_request_bytes as u64) {
-        return too_large(limits.max_request_bytes);
+    let limit = limits.max_request_bytes;
+    if declared.is_some_and(|len| len > drain_limit(limit)) {
+        // Too big even to read and discard: answer now; the connection closes after the reply.
+        return too_large(limit);
     }
     let work = async {
-        let bytes = match Limited::new(body, limits.max_request_bytes).collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(e) if e.is::<LengthLimitError>() => return too_large(limits.max_request_bytes),
-            Err(e) => {
+        let bytes = match read_body(body, limit, declared).await {
+            ReadBody::Complete(bytes) => bytes,
+            ReadBody::TooLarge => return too_large(limit),
+            ReadBody::Failed(e) => {
                 let message = format!("cannot read the request body: {e}");
                 tracing::warn!("{message}");
                 return into_response(review::status_reply(
@@ -166,6 +168,54 @@ async fn answer(bytes: Bytes) -> (Reply, Outcome) {
                 Outcome::Rejected { message },
             )
         }
+    }
+}
+
+/// Up to how many bytes of an oversized body are read and thrown away before answering 413.
+///
+/// An HTTP/1.1 client writes its whole body before it reads the answer; closing the connection
+/// under it turns the 413 into a "broken pipe" on the client side. Draining a bounded amount lets
+/// the client see the 413; beyond the bound the connection is closed.
+fn drain_limit(limit: usize) -> u64 {
+    (limit as u64).saturating_mul(4).max(16 * 1024 * 1024)
+}
+
+enum ReadBody {
+    Complete(Bytes),
+    TooLarge,
+    Failed(String),
+}
+
+async fn read_body(mut body: Body, limit: usize, declared: Option<u64>) -> ReadBody {
+    let drain = drain_limit(limit);
+    let mut buffer: Vec<u8> = Vec::with_capacity(
+        declared
+            .and_then(|len| usize::try_from(len).ok())
+            .filter(|len| *len <= limit)
+            .unwrap_or(0),
+    );
+    let mut seen: u64 = 0;
+    while let Some(frame) = body.frame().await {
+        let frame = match frame {
+            Ok(frame) => frame,
+            Err(e) => return ReadBody::Failed(e.to_string()),
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        seen = seen.saturating_add(data.len() as u64);
+        if seen <= limit as u64 {
+            buffer.extend_from_slice(&data);
+        } else if seen > drain {
+            return ReadBody::TooLarge;
+        } else if !buffer.is_empty() {
+            buffer = Vec::new();
+        }
+    }
+    if seen > limit as u64 {
+        ReadBody::TooLarge
+    } else {
+        ReadBody::Complete(Bytes::from(buffer))
     }
 }
 
