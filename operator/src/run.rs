@@ -28,6 +28,9 @@ use crate::scope::{ParseWatchScopeError, WatchScope};
 use crate::telemetry::{self, LogFormat};
 use crate::webhook::{self, WebhookArgs, WebhookReadiness};
 
+/// User-Agent of every request the operator sends.
+pub const USER_AGENT: &str = concat!("memcached-operator/", env!("CARGO_PKG_VERSION"));
+
 /// Arguments of `operator run`. Every flag can also be set through the environment variable
 /// named after it.
 #[derive(clap::Args, Debug, Clone)]
@@ -281,7 +284,12 @@ async fn run(args: RunArgs) -> Result<(), RunError> {
     )?;
     let metrics_addr = args.metrics_bind_address.0;
 
-    let config = kube::Config::infer().await.map_err(RunError::KubeConfig)?;
+    let mut config = kube::Config::infer().await.map_err(RunError::KubeConfig)?;
+    // Names the operator in API-server audit logs (kube-rs sends no User-Agent of its own).
+    config.headers.push((
+        ::http::header::USER_AGENT,
+        ::http::HeaderValue::from_static(USER_AGENT),
+    ));
     let client = Client::try_from(config.clone()).map_err(RunError::Client)?;
 
     let metrics = Arc::new(Metrics::new());
@@ -476,10 +484,7 @@ mod tests {
     fn config_errors_exit_1() {
         let e: RunError = WatchScope::parse("A").unwrap_err().into();
         assert_eq!(e.exit_code(), 1);
-        assert_eq!(
-            parse_optional_bind_address("0"),
-            Ok(OptionalAddr(None))
-        );
+        assert_eq!(parse_optional_bind_address("0"), Ok(OptionalAddr(None)));
         assert_eq!(
             parse_bind_address("127.0.0.1:9"),
             Ok("127.0.0.1:9".parse().unwrap())

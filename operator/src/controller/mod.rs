@@ -435,7 +435,7 @@ async fn reconcile_inner(mc: &Arc<Memcached>, ctx: &Context) -> Result<Action, R
     } else {
         let patch = add_finalizer_patch(mc);
         let updated = api
-            .patch(&name, &PatchParams::default(), &patch)
+            .patch(&name, &json_patch_params(), &patch)
             .await
             .map_err(|source| ReconcileError::AddFinalizer {
                 name: name.clone(),
@@ -559,6 +559,14 @@ async fn reconcile_inner(mc: &Arc<Memcached>, ctx: &Context) -> Result<Action, R
         // Nothing will change until the spec (or the conflicting object) does; the watches
         // trigger the next reconcile then. Retrying on a timer would only repeat the verdict.
         Ok(Action::await_change())
+    }
+}
+
+/// Parameters of the operator's JSON patches: attributed to the one field manager too.
+fn json_patch_params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..Default::default()
     }
 }
 
@@ -812,7 +820,7 @@ async fn cleanup(mc: &Memcached, ctx: &Context, ns: &str) -> Result<Action, Reco
     .await;
     if let Some(patch) = remove_finalizer_patch(mc) {
         let api: Api<Memcached> = Api::namespaced(ctx.shared.client.clone(), ns);
-        match api.patch(&name, &PatchParams::default(), &patch).await {
+        match api.patch(&name, &json_patch_params(), &patch).await {
             Ok(_) => ctx.shared.metrics.wrote("memcacheds", "patch"),
             // Already gone: someone else removed the last finalizer.
             Err(kube::Error::Api(ae)) if ae.code == 404 => {}

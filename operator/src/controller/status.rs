@@ -269,13 +269,6 @@ fn wanted_conditions(
         want(DEGRADED, true, first.reason, message)
     } else if let Some(p) = apply_problem {
         want(DEGRADED, true, p.reason, p.message.clone())
-    } else if let Some(c) = deadline_exceeded {
-        want(
-            DEGRADED,
-            true,
-            "ProgressDeadlineExceeded",
-            c.message.clone().unwrap_or_default(),
-        )
     } else if !failing.is_empty() {
         let shown: Vec<_> = failing.iter().take(3).cloned().collect();
         let more = failing.len().saturating_sub(shown.len());
@@ -284,6 +277,14 @@ fn wanted_conditions(
             message.push_str(&format!("; and {more} more"));
         }
         want(DEGRADED, true, "PodsFailing", message)
+    } else if let Some(c) = deadline_exceeded {
+        // After failing pods: the pod reason (CrashLoopBackOff...) says more than the deadline.
+        want(
+            DEGRADED,
+            true,
+            "ProgressDeadlineExceeded",
+            c.message.clone().unwrap_or_default(),
+        )
     } else if let Some(c) = replica_failure {
         want(
             DEGRADED,
