@@ -1,15 +1,93 @@
-//! `bundle-tool validate` (being built; owned by its issue).
+//! `bundle-tool validate`: `operator-sdk bundle validate` for one or more bundle directories,
+//! plus the install-time checks OLM would fail on and, with `--previous`, CRD upgrade safety.
+//!
+//! Every bundle is loaded first (a bundle that cannot be read becomes a `bundle-load` finding
+//! and the others are still checked), then validated; the report goes to stdout as text or
+//! JSON, and the exit code is 1 when any finding is an error.
 
-use crate::exit::CmdError;
-use crate::output::GlobalArgs;
+use crate::exit::{CmdError, ResultExt};
+use crate::output::{GlobalArgs, OutputFormat, print_data};
+use olmkit_bundle::{Suite, ValidateOptions, load_bundle_dir, validate_bundle};
+use olmkit_core::{Finding, Report};
+use std::path::PathBuf;
 
 /// Arguments of `bundle-tool validate`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Bundle directories (each with manifests/ and metadata/).
+    #[arg(required = true, value_name = "BUNDLE_DIR")]
+    pub bundle_dirs: Vec<PathBuf>,
+    /// Optional suites: suite=operatorhub, suite=good-practices or suite=all (repeatable).
+    #[arg(long = "select-optional", value_name = "suite=NAME")]
+    pub select_optional: Vec<String>,
+    /// The previous release's bundle: also check that upgrading from it is safe (CRD stored
+    /// and served versions, schema tightening) and that the new CSV upgrades from it.
+    #[arg(long, value_name = "DIR")]
+    pub previous: Option<PathBuf>,
+    /// Report format on stdout.
+    #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+}
 
 /// Runs the command.
-pub async fn run(_args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
-    Err(CmdError::msg(
-        "`validate` is not available in this build yet",
-    ))
+pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
+    tokio::task::block_in_place(|| validate(&args, g))
+}
+
+fn validate(args: &Args, g: &GlobalArgs) -> Result<(), CmdError> {
+    let mut options = ValidateOptions::default();
+    for sel in &args.select_optional {
+        for s in sel.split(',').filter(|s| !s.trim().is_empty()) {
+            let suites = Suite::parse_selector(s.trim()).map_err(|m| {
+                CmdError::msg(format!("--select-optional {s}: {m}")).hint(
+                    "use --select-optional suite=operatorhub, suite=good-practices or suite=all",
+                )
+            })?;
+            options.suites.extend(suites);
+        }
+    }
+    let previous = match &args.previous {
+        Some(p) => Some(
+            load_bundle_dir(p)
+                .user_hint("--previous must be the directory of the previously released bundle")?,
+        ),
+        None => None,
+    };
+    let bar = crate::output::progress(g, args.bundle_dirs.len() as u64, "validating bundles");
+    let mut report = Report::new();
+    for dir in &args.bundle_dirs {
+        let shown = dir.display().to_string();
+        match load_bundle_dir(dir) {
+            Ok(bundle) => {
+                let r = validate_bundle(&bundle, previous.as_ref(), &options);
+                report.extend(r.findings.into_iter().map(|mut f| {
+                    f.file = Some(match f.file.take() {
+                        Some(rel) => dir.join(rel).display().to_string(),
+                        None => shown.clone(),
+                    });
+                    f
+                }));
+            }
+            Err(e) => {
+                report.push(
+                    Finding::error("bundle-load", e.to_string())
+                        .file(shown)
+                        .hint("a bundle directory holds manifests/ and metadata/annotations.yaml; fix the file named above"),
+                );
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    report.normalize();
+    let text = match args.output {
+        OutputFormat::Text => report.render_text(),
+        OutputFormat::Json => report.render_json(),
+    };
+    print_data(&text).unexpected_err()?;
+    if report.has_errors() {
+        Err(CmdError::Reported)
+    } else {
+        Ok(())
+    }
 }

@@ -152,81 +152,84 @@ pub fn load_bundle_dir(dir: &Path) -> Result<Bundle, LoadBundleError> {
     if !dir.is_dir() {
         return Err(LoadBundleError::NotADirectory(dir.to_path_buf()));
     }
-    let manifests_dir = dir.join("manifests");
-    if !manifests_dir.is_dir() {
+    if !dir.join("manifests").is_dir() {
         return Err(LoadBundleError::NoManifests(dir.to_path_buf()));
     }
+    let mut files = BTreeMap::new();
+    for path in sorted_files(dir)? {
+        files.insert(rel(dir, &path), read(&path)?);
+    }
+    bundle_from_files(dir, &files)
+}
+
+/// Builds a [`Bundle`] from an in-memory tree: `files` maps paths relative to the bundle root
+/// (`manifests/x.yaml`, `metadata/annotations.yaml`, ...) to contents. This is what
+/// [`load_bundle_dir`] does after reading the directory, and what validates a generated bundle
+/// before anything is written.
+pub fn bundle_from_files(
+    root: &Path,
+    files: &BTreeMap<String, Vec<u8>>,
+) -> Result<Bundle, LoadBundleError> {
+    if !files.keys().any(|k| k.starts_with("manifests/")) {
+        return Err(LoadBundleError::NoManifests(root.to_path_buf()));
+    }
     let mut bundle = Bundle {
-        root: dir.to_path_buf(),
+        root: root.to_path_buf(),
         ..Default::default()
     };
-    for path in sorted_files(&manifests_dir)? {
-        let name = rel(dir, &path);
-        let bytes = read(&path)?;
-        for (i, object) in parse_documents(&name, &bytes)?.into_iter().enumerate() {
+    for (name, bytes) in files.range("manifests/".to_string()..) {
+        if !name.starts_with("manifests/") {
+            break;
+        }
+        for (i, object) in parse_documents(name, bytes)?.into_iter().enumerate() {
             bundle.manifests.push(Manifest {
                 file: name.clone(),
                 doc_index: i,
                 object,
             });
         }
-        bundle.manifest_files.insert(name, bytes);
+        bundle.manifest_files.insert(name.clone(), bytes.clone());
     }
-    let metadata = dir.join("metadata");
-    for file in ["annotations.yaml", "annotations.yml"] {
-        let p = metadata.join(file);
-        if p.is_file() {
-            let name = rel(dir, &p);
-            let doc = parse_document(&name, &read(&p)?)?;
-            let map = doc
-                .get("annotations")
-                .ok_or_else(|| LoadBundleError::Annotations {
-                    path: name.clone(),
-                    message: "missing top-level `annotations:` map".into(),
-                })?;
-            let obj = map
-                .as_object()
-                .ok_or_else(|| LoadBundleError::Annotations {
-                    path: name.clone(),
-                    message: "must be a map of strings".into(),
-                })?;
-            for (k, v) in obj {
-                let s = match v {
-                    Value::String(s) => s.clone(),
-                    Value::Number(_) | Value::Bool(_) => v.to_string(),
-                    _ => {
-                        return Err(LoadBundleError::Annotations {
-                            path: name.clone(),
-                            message: format!("value of {k} must be a string"),
-                        });
-                    }
-                };
-                bundle.annotations.insert(k.clone(), s);
-            }
-            bundle.annotations_file = Some(name);
-            break;
+    for name in ["metadata/annotations.yaml", "metadata/annotations.yml"] {
+        let Some(bytes) = files.get(name) else {
+            continue;
+        };
+        let doc = parse_document(name, bytes)?;
+        let annotations_error = |message: String| LoadBundleError::Annotations {
+            path: name.to_string(),
+            message,
+        };
+        let map = doc
+            .get("annotations")
+            .ok_or_else(|| annotations_error("missing top-level `annotations:` map".into()))?;
+        let obj = map
+            .as_object()
+            .ok_or_else(|| annotations_error("must be a map of strings".into()))?;
+        for (k, v) in obj {
+            let s = match v {
+                Value::String(s) => s.clone(),
+                Value::Number(_) | Value::Bool(_) => v.to_string(),
+                _ => return Err(annotations_error(format!("value of {k} must be a string"))),
+            };
+            bundle.annotations.insert(k.clone(), s);
         }
+        bundle.annotations_file = Some(name.to_string());
+        break;
     }
-    for (file, slot) in [
-        ("dependencies.yaml", &mut bundle.dependencies),
-        ("properties.yaml", &mut bundle.properties),
-    ] {
-        let p = metadata.join(file);
-        if p.is_file() {
-            let name = rel(dir, &p);
-            *slot = Some(parse_document(&name, &read(&p)?)?);
-        }
+    if let Some(bytes) = files.get("metadata/dependencies.yaml") {
+        bundle.dependencies = Some(parse_document("metadata/dependencies.yaml", bytes)?);
     }
-    let dockerfile = dir.join("bundle.Dockerfile");
-    if dockerfile.is_file() {
-        let text = String::from_utf8_lossy(&read(&dockerfile)?).into_owned();
+    if let Some(bytes) = files.get("metadata/properties.yaml") {
+        bundle.properties = Some(parse_document("metadata/properties.yaml", bytes)?);
+    }
+    if let Some(bytes) = files.get("bundle.Dockerfile") {
+        let text = String::from_utf8_lossy(bytes).into_owned();
         bundle.dockerfile_labels = Some(parse_dockerfile_labels(&text));
         bundle.dockerfile = Some(text);
     }
-    for path in sorted_files(dir)? {
-        let r = rel(dir, &path);
+    for r in files.keys() {
         if !r.starts_with("manifests/") && !r.starts_with("metadata/") && r != "bundle.Dockerfile" {
-            bundle.other_files.push(r);
+            bundle.other_files.push(r.clone());
         }
     }
     Ok(bundle)

@@ -76,6 +76,22 @@ pub struct GeneratedBundle {
     pub notes: Vec<String>,
 }
 
+impl GeneratedBundle {
+    /// The generated files as a loaded [`crate::Bundle`] rooted at `root`, so it can be
+    /// validated before anything is written.
+    pub fn to_bundle(
+        &self,
+        root: &std::path::Path,
+    ) -> Result<crate::Bundle, crate::LoadBundleError> {
+        let files: BTreeMap<String, Vec<u8>> = self
+            .files
+            .iter()
+            .map(|(p, b)| (p.to_string_lossy().replace('\\', "/"), b.clone()))
+            .collect();
+        crate::load::bundle_from_files(root, &files)
+    }
+}
+
 /// Generation failed; nothing should be written.
 #[derive(Debug, Error)]
 pub enum GenerateBundleError {
