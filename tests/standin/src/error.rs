@@ -12,7 +12,7 @@ pub struct ApiError {
     pub code: u16,
     pub reason: &'static str,
     pub message: String,
-    pub details: Option<Details>,
+    pub details: Option<Box<Details>>,
 }
 
 /// `Status.details`: what the failure was about.
@@ -55,7 +55,7 @@ impl ApiError {
     }
 
     pub fn with_details(mut self, details: Details) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 

@@ -140,6 +140,8 @@ enum Gc {
     Crd(GroupResource),
 }
 
+type Entries<'a> = Box<dyn Iterator<Item = (&'a (String, String), &'a Arc<Value>)> + 'a>;
+
 /// Everything under the store lock.
 pub struct State {
     rv: u64,
@@ -354,7 +356,7 @@ impl State {
                 remaining: None,
             });
         }
-        let iter: Box<dyn Iterator<Item = (&(String, String), &Arc<Value>)>> = match (&start, ns) {
+        let iter: Entries<'_> = match (&start, ns) {
             (Some((_, after)), _) => Box::new(
                 rs.objects
                     .range::<(String, String), _>((
@@ -515,7 +517,11 @@ impl State {
         }
         m.insert("uid".into(), json!(meta::new_uid()));
         m.insert("creationTimestamp".into(), json!(now));
-        m.insert("generation".into(), json!(1));
+        if has_generation(&rt) {
+            m.insert("generation".into(), json!(1));
+        } else {
+            m.shift_remove("generation");
+        }
         if rt.namespaced {
             match self.get_opt(&namespace_key(), "", ns) {
                 None => return Err(ApiError::not_found("", "namespaces", ns)),
@@ -767,7 +773,7 @@ impl State {
                 );
             }
         }
-        if spec_changed(&old, &new, rt.has_status()) {
+        if has_generation(&rt) && spec_changed(&old, &new, rt.has_status()) {
             let g = meta::generation(&old) + 1;
             meta::meta_mut(&mut new).insert("generation".into(), json!(g));
         }
@@ -950,8 +956,9 @@ impl State {
         let m = meta::meta_mut(&mut new);
         m.insert("deletionTimestamp".into(), json!(meta::now()));
         m.insert("deletionGracePeriodSeconds".into(), json!(0));
-        let g = meta::generation(&old) + 1;
-        m.insert("generation".into(), json!(g));
+        if self.registry.get(&r.key).is_some_and(|t| has_generation(t)) {
+            m.insert("generation".into(), json!(meta::generation(&old) + 1));
+        }
         if is_ns && let Some(o) = new.as_object_mut() {
             o.insert("status".into(), json!({"phase": "Terminating"}));
         }
@@ -1225,6 +1232,19 @@ impl State {
         }
         Ok(out)
     }
+}
+
+/// Whether objects of a kind carry `metadata.generation` (custom resources and the built-in
+/// kinds whose strategy sets it; ConfigMaps, Secrets, Leases... have none on a real server).
+fn has_generation(rt: &ResourceType) -> bool {
+    !rt.is_builtin()
+        || matches!(
+            (rt.group.as_str(), rt.plural.as_str()),
+            ("apps", "deployments" | "replicasets")
+                | ("", "pods")
+                | ("apiextensions.k8s.io", "customresourcedefinitions")
+                | ("admissionregistration.k8s.io", _)
+        )
 }
 
 /// Whether finalizers still keep a terminating object.

@@ -270,3 +270,37 @@ async fn lease_manager_elects_one_leader() {
     task_c.abort();
     standin.shutdown().await;
 }
+
+#[tokio::test]
+async fn recorder_events_and_metadata_lists() {
+    use k8s_openapi::api::events::v1::Event as K8sEvent;
+    use kube::Resource;
+    use kube::runtime::events::{Event, EventType, Recorder};
+    let (standin, client) = start_with_widgets().await;
+    let api = widgets(&client, "test");
+    let w = api.create(&PostParams::default(), &widget("w", 1)).await.expect("create");
+    let recorder = Recorder::new(client.clone(), "test-controller".into());
+    let reference = w.object_ref(&widget_resource("v1"));
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "Reconciled".into(),
+        note: Some("all good".into()),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, &reference).await.expect("publish");
+    recorder.publish(&event, &reference).await.expect("publish again");
+    let events: Api<K8sEvent> = Api::namespaced(client.clone(), "test");
+    let list = events.list(&Default::default()).await.expect("events");
+    assert_eq!(list.items.len(), 1, "the repeat is recorded as a series of the same event");
+    let e = &list.items[0];
+    assert_eq!(e.reason.as_deref(), Some("Reconciled"));
+    assert_eq!(e.regarding.as_ref().and_then(|r| r.name.as_deref()), Some("w"));
+    assert_eq!(e.series.as_ref().map(|s| s.count), Some(2));
+
+    // Metadata-only lists (what metadata_watcher uses).
+    let meta = api.list_metadata(&Default::default()).await.expect("metadata list");
+    assert_eq!(meta.items.len(), 1);
+    assert_eq!(meta.items[0].metadata.name.as_deref(), Some("w"));
+    standin.shutdown().await;
+}
