@@ -167,6 +167,22 @@ fn bundle_source(args: &Args, opts: &RenderOptions) -> Result<BundlesByImage, Cm
 /// Runs the command.
 pub async fn run(args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
     let cfg = render_inputs(&args)?;
-    let text = declcfg::render_config(&cfg, args.output.into()).unexpected_err()?;
+    write_streaming(&cfg, args.output.into())
+}
+
+/// Writes blobs to stdout in chunks, so that a 1.6 GB catalog is never held twice in memory.
+pub fn write_streaming(cfg: &DeclarativeConfig, format: WriteFormat) -> Result<(), CmdError> {
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
+    for blob in declcfg::write::ordered_blobs(cfg) {
+        declcfg::write::write_blob(&mut buf, &blob, format).unexpected_err()?;
+        if buf.len() >= 1 << 20 {
+            flush(&mut buf)?;
+        }
+    }
+    flush(&mut buf)
+}
+
+fn flush(buf: &mut Vec<u8>) -> Result<(), CmdError> {
+    let text = String::from_utf8(std::mem::take(buf)).unexpected_err()?;
     print_data(&text).unexpected_err()
 }

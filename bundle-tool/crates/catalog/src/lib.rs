@@ -1,8 +1,17 @@
 //! File-Based Catalogs: model, loader, writer, opm-compatible validation, templates, upgrade
 //! graphs and explain.
 //!
-//! [`declcfg`] is the on-disk blob format (load and write, no judgement); [`property`] gives
-//! typed views of well-known properties.
+//! The concerns are kept apart:
+//! - [`declcfg`]: the FBC blob types, the opm-compatible directory loader and writer (no
+//!   judgement); [`property`]: typed views of well-known properties.
+//! - [`validate`]: every rule `opm validate` enforces, as findings (no I/O);
+//!   [`version_range`]: blang/semver skipRanges.
+//! - [`render`]: registry+v1 bundle directory to `olm.bundle`; [`template`]: basic and semver
+//!   catalog templates.
+//! - [`graph`]: per-channel upgrade graphs; [`graph_render`]: text, Mermaid, DOT, SVG;
+//!   [`explain`]: OLM v0/v1 upgrade replay and channel-switch gaps.
+//! - [`release`]: release and promote planning (pure); [`layout`]: our `catalog/<package>/`
+//!   files, atomic updates and the re-render check.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 

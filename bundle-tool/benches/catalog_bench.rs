@@ -1,0 +1,333 @@
+//! Catalog benchmarks (figures, not assertions): `cargo bench -p bundle-tool --bench catalog_bench`.
+//!
+//! Generates (once, cached under $OLMKIT_BENCH_DIR or /tmp/olmkit-bench) a catalog shaped like
+//! the full community-operators catalog rendered by opm: 330 packages, about 7,000 bundles, each
+//! with `olm.bundle.object` properties (base64 CSV and CRDs) averaging about 230 KB, about 1.6 GB
+//! of 4-space JSON in one directory per package. Then measures the real `bundle-tool` binary
+//! (`catalog validate`, `render`) with /usr/bin/time for wall time and peak RSS, and the release
+//! planner in-process (load + plan + atomic write) into that catalog and into a small one.
+//! For scale (from the issue): `opm validate` on such a catalog took ~97 s and 8.8 GB peak RSS,
+//! `opm render` ~69 s and 5.6 GB. opm is not installed here, so it is not re-run.
+
+use base64::Engine;
+use olmkit_catalog::declcfg::{
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property, WriteFormat,
+};
+use olmkit_catalog::layout::{CatalogDir, write_package_update};
+use olmkit_catalog::release::{ReleaseRequest, SkipRangeMode, plan_release};
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+const PACKAGES: usize = 330;
+const BUNDLES: usize = 7000;
+const OBJECT_BYTES: usize = 230 * 1024;
+const GENERATOR: &str = "olmkit catalog bench generator v1";
+
+/// Deterministic pseudo-random words (xorshift), so payloads look like text, not zeros.
+fn filler(seed: u64, len: usize) -> String {
+    const WORDS: [&str; 16] = [
+        "operator",
+        "memcached",
+        "cluster",
+        "replica",
+        "install",
+        "upgrade",
+        "channel",
+        "bundle",
+        "catalog",
+        "kubernetes",
+        "controller",
+        "status",
+        "webhook",
+        "resource",
+        "version",
+        "deploy",
+    ];
+    let mut x = seed | 1;
+    let mut s = String::with_capacity(len + 16);
+    while s.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.push_str(WORDS[(x % 16) as usize]);
+        s.push(' ');
+    }
+    s.truncate(len);
+    s
+}
+
+fn object(kind: &str, name: &str, seed: u64, raw_len: usize) -> String {
+    let obj = serde_json::json!({
+        "apiVersion": if kind == "ClusterServiceVersion" { "operators.coreos.com/v1alpha1" } else { "apiextensions.k8s.io/v1" },
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": {"description": filler(seed, raw_len)},
+    });
+    base64::engine::general_purpose::STANDARD.encode(obj.to_string())
+}
+
+fn package(p: usize) -> DeclarativeConfig {
+    let name = format!("community-operator-{p:03}");
+    let count = BUNDLES / PACKAGES + usize::from(p < BUNDLES % PACKAGES);
+    let mut cfg = DeclarativeConfig::default();
+    cfg.packages.push(Package {
+        schema: "olm.package".into(),
+        name: name.clone(),
+        default_channel: "stable".into(),
+        icon: None,
+        description: filler(p as u64, 2000),
+        properties: vec![],
+    });
+    let mut stable = Vec::new();
+    let mut fast = Vec::new();
+    for i in 0..count {
+        let version = format!("{}.{}.0", i / 10, i % 10);
+        let bname = format!("{name}.v{version}");
+        let seed = (p * 1000 + i) as u64;
+        // A CSV (about 70% of the payload) and two CRDs.
+        let raw = OBJECT_BYTES * 3 / 4;
+        let mut props = vec![
+            Property::package(&name, &version),
+            Property::gvk("example.com", &format!("Kind{p}"), "v1"),
+            Property::gvk("example.com", &format!("Kind{p}"), "v1beta1"),
+            Property::bundle_object(object(
+                "CustomResourceDefinition",
+                "a",
+                seed,
+                raw * 15 / 100,
+            )),
+            Property::bundle_object(object(
+                "CustomResourceDefinition",
+                "b",
+                seed + 1,
+                raw * 15 / 100,
+            )),
+            Property::bundle_object(object(
+                "ClusterServiceVersion",
+                &bname,
+                seed + 2,
+                raw * 70 / 100,
+            )),
+        ];
+        props.shrink_to_fit();
+        cfg.bundles.push(Bundle {
+            schema: "olm.bundle".into(),
+            name: bname.clone(),
+            package: name.clone(),
+            image: format!("quay.io/community/{name}-bundle:v{version}"),
+            properties: props,
+            related_images: vec![olmkit_catalog::declcfg::RelatedImage {
+                name: "operator".into(),
+                image: format!("quay.io/community/{name}:v{version}"),
+            }],
+            omitted_objects: 0,
+        });
+        let prev = i
+            .checked_sub(1)
+            .map(|j| format!("{name}.v{}.{}.0", j / 10, j % 10));
+        stable.push(ChannelEntry {
+            name: bname.clone(),
+            replaces: prev.clone().unwrap_or_default(),
+            skips: vec![],
+            skip_range: if i > 0 {
+                format!("<{version}")
+            } else {
+                String::new()
+            },
+        });
+        if i + 5 >= count {
+            fast.push(ChannelEntry {
+                name: bname,
+                replaces: prev.unwrap_or_default(),
+                skips: vec![],
+                skip_range: String::new(),
+            });
+        }
+    }
+    for (cname, entries) in [("stable", stable), ("fast", fast)] {
+        cfg.channels.push(Channel {
+            schema: "olm.channel".into(),
+            name: cname.into(),
+            package: name.clone(),
+            entries,
+            properties: vec![],
+        });
+    }
+    cfg
+}
+
+fn bench_dir() -> PathBuf {
+    std::env::var_os("OLMKIT_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp/olmkit-bench"))
+}
+
+fn ensure_big_catalog(root: &Path) -> u64 {
+    let dir = root.join("community-catalog");
+    let marker = root.join("community-catalog.done");
+    if std::fs::read_to_string(&marker).ok().as_deref() != Some(GENERATOR) {
+        let _ = std::fs::remove_dir_all(&dir);
+        let t = Instant::now();
+        eprintln!("generating the big catalog in {} (once)...", dir.display());
+        (0..PACKAGES).into_par_iter().for_each(|p| {
+            let cfg = package(p);
+            let name = &cfg.packages[0].name;
+            let text =
+                olmkit_catalog::declcfg::render_config(&cfg, WriteFormat::Json).expect("render");
+            let pdir = dir.join(name);
+            std::fs::create_dir_all(&pdir).expect("mkdir");
+            std::fs::write(pdir.join("catalog.json"), text).expect("write");
+        });
+        std::fs::write(&marker, GENERATOR).expect("marker");
+        eprintln!("generated in {:.1} s", t.elapsed().as_secs_f64());
+    }
+    walk_size(&dir)
+}
+
+fn walk_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                total += walk_size(&p);
+            } else if let Ok(m) = e.metadata() {
+                total += m.len();
+            }
+        }
+    }
+    total
+}
+
+/// Runs the binary under /usr/bin/time -v; returns (wall seconds, peak RSS MB, exit ok).
+fn measure(args: &[&str]) -> (f64, f64, bool) {
+    let bin = env!("CARGO_BIN_EXE_bundle-tool");
+    let t = Instant::now();
+    let out = Command::new("/usr/bin/time")
+        .arg("-v")
+        .arg(bin)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .output()
+        .expect("run /usr/bin/time");
+    let wall = t.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let rss_kb: f64 = stderr
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Maximum resident set size (kbytes): ")
+        })
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(f64::NAN);
+    (wall, rss_kb / 1024.0, out.status.success())
+}
+
+fn self_peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+fn release_into(dir: &Path, package: &str, version: &str) -> (f64, f64, f64) {
+    let t = Instant::now();
+    let catalog = CatalogDir::open(dir).expect("open catalog");
+    let load = t.elapsed().as_secs_f64();
+    let bundle = Bundle {
+        schema: "olm.bundle".into(),
+        name: format!("{package}.v{version}"),
+        package: package.into(),
+        image: format!("quay.io/community/{package}-bundle:v{version}"),
+        properties: vec![Property::package(package, version)],
+        related_images: vec![],
+        omitted_objects: 0,
+    };
+    let plan = plan_release(
+        &catalog.config,
+        &ReleaseRequest {
+            bundle,
+            channels: vec!["stable".into()],
+            default_channel: None,
+            skip_range: SkipRangeMode::BelowNew,
+        },
+    )
+    .expect("plan");
+    let planned = t.elapsed().as_secs_f64();
+    write_package_update(&catalog, package, &plan.changes, catalog.format_of(package))
+        .expect("write");
+    (load, planned, t.elapsed().as_secs_f64())
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` runs us with no args: keep that cheap.
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!("catalog_bench: run with `cargo bench -p bundle-tool --bench catalog_bench`");
+        return;
+    }
+    let root = bench_dir();
+    std::fs::create_dir_all(&root).expect("bench dir");
+    let bytes = ensure_big_catalog(&root);
+    let big = root.join("community-catalog");
+    let dir = big.to_str().expect("utf-8 path");
+    println!(
+        "machine: {} cores; catalog: {PACKAGES} packages, {BUNDLES} bundles, {:.2} GB of FBC JSON",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        bytes as f64 / 1e9
+    );
+    // Warm the page cache so that every figure measures parsing, not the disk.
+    let _ = measure(&["catalog", "validate", dir]);
+    let (w, r, ok) = measure(&["catalog", "validate", dir]);
+    println!(
+        "bundle-tool catalog validate: {w:6.2} s wall, {r:7.0} MB peak RSS, valid={ok}   (opm validate: ~97 s, 8.8 GB)"
+    );
+    let (w, r, ok) = measure(&["render", dir, "-o", "json"]);
+    println!(
+        "bundle-tool render -o json:   {w:6.2} s wall, {r:7.0} MB peak RSS, ok={ok}      (opm render: ~69 s, 5.6 GB)"
+    );
+    let (w, r, ok) = measure(&[
+        "graph",
+        "--catalog-dir",
+        dir,
+        "--package",
+        "community-operator-000",
+    ]);
+    println!("bundle-tool graph (1 pkg):    {w:6.2} s wall, {r:7.0} MB peak RSS, ok={ok}");
+
+    // Release into the big catalog: then put the package file back so the cache stays valid.
+    let pkg = "community-operator-007";
+    let file = big.join(pkg).join("catalog.json");
+    let backup = std::fs::read(&file).expect("read package file");
+    let (load, plan, total) = release_into(&big, pkg, "99.0.0");
+    std::fs::write(&file, backup).expect("restore package file");
+    println!(
+        "release into the big catalog:  {total:6.2} s (load {load:.2} s, plan {:.3} s, write {:.3} s), process peak RSS so far {:.0} MB",
+        plan - load,
+        total - plan,
+        self_peak_rss_mb()
+    );
+
+    // Release into a small catalog like ours.
+    let small = root.join("small-catalog");
+    let _ = std::fs::remove_dir_all(&small);
+    std::fs::create_dir_all(small.join("memcached-operator")).expect("mkdir");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/catalog/graph-demo/memcached-operator/catalog.yaml");
+    std::fs::copy(demo, small.join("memcached-operator/catalog.yaml")).expect("copy");
+    let mut best = f64::MAX;
+    for i in 0..5 {
+        let (_, _, total) = release_into(&small, "memcached-operator", &format!("1.{i}.0"));
+        best = best.min(total);
+    }
+    println!(
+        "release into our small catalog: {:.1} ms (best of 5)",
+        best * 1000.0
+    );
+}
