@@ -5,3 +5,4 @@
 //! share: paths to fixtures and tools, and starters for the real components the tests talk to.
 
 pub mod paths;
+pub mod registry;

@@ -70,7 +70,9 @@ pub enum BuildImageError {
         /// What is wrong with it.
         reason: String,
     },
-    // BUNDLE_VARIANT
+    /// The bundle directory could not be loaded.
+    #[error(transparent)]
+    Bundle(#[from] olmkit_bundle::LoadBundleError),
     /// An input is semantically unusable (labels, bundle annotations, option values).
     #[error("{what}: {reason}")]
     Invalid {
@@ -253,8 +255,9 @@ impl Image {
         config: Vec<u8>,
         layers: Vec<Blob>,
     ) -> Result<Self, AssembleImageError> {
-        let m: ImageManifest = serde_json::from_slice(&manifest)
-            .map_err(|e| AssembleImageError(format!("manifest is not an OCI image manifest: {e}")))?;
+        let m: ImageManifest = serde_json::from_slice(&manifest).map_err(|e| {
+            AssembleImageError(format!("manifest is not an OCI image manifest: {e}"))
+        })?;
         let config_blob = Blob::new(m.config().media_type().to_string(), config);
         if m.config().digest().to_string() != config_blob.digest.to_string() {
             return Err(AssembleImageError(format!(
@@ -306,7 +309,10 @@ impl Image {
 pub struct AssembleImageError(pub String);
 
 /// Serializes `value` as compact JSON with every object's keys sorted.
-pub fn canonical_json<T: Serialize>(what: &'static str, value: &T) -> Result<Vec<u8>, BuildImageError> {
+pub fn canonical_json<T: Serialize>(
+    what: &'static str,
+    value: &T,
+) -> Result<Vec<u8>, BuildImageError> {
     let assemble = |e: serde_json::Error| BuildImageError::Assemble {
         what,
         message: e.to_string(),
@@ -465,7 +471,11 @@ pub fn assemble_image(spec: &ImageSpec, layers: Vec<Layer>) -> Result<Image, Bui
     let mut manifest = ImageManifestBuilder::default()
         .schema_version(2u32)
         .media_type(MediaType::ImageManifest)
-        .config(descriptor(MEDIA_TYPE_CONFIG, &config.digest, config.size())?)
+        .config(descriptor(
+            MEDIA_TYPE_CONFIG,
+            &config.digest,
+            config.size(),
+        )?)
         .layers(layer_descriptors);
     if !spec.annotations.is_empty() {
         manifest = manifest.annotations(
@@ -578,12 +588,18 @@ mod tests {
     fn bad_label_key_is_refused() {
         let mut s = spec();
         s.config.labels.insert("bad key".into(), "x".into());
-        assert!(matches!(build_image(&s), Err(BuildImageError::Invalid { .. })));
+        assert!(matches!(
+            build_image(&s),
+            Err(BuildImageError::Invalid { .. })
+        ));
     }
 
     #[test]
     fn platform_parse() {
-        assert_eq!(Platform::parse("linux/arm64/v8").unwrap().to_string(), "linux/arm64/v8");
+        assert_eq!(
+            Platform::parse("linux/arm64/v8").unwrap().to_string(),
+            "linux/arm64/v8"
+        );
         assert!(Platform::parse("linux").is_err());
         assert!(Platform::parse("Linux/amd64").is_err());
     }

@@ -40,8 +40,9 @@ impl Digest {
 
     /// Converts to the oci-spec type.
     pub fn to_oci(&self) -> oci_spec::image::Digest {
-        oci_spec::image::Digest::from_str(&self.to_string())
-            .expect("invariant: a Digest always holds 64 lowercase hex digits, which oci-spec accepts")
+        oci_spec::image::Digest::from_str(&self.to_string()).expect(
+            "invariant: a Digest always holds 64 lowercase hex digits, which oci-spec accepts",
+        )
     }
 }
 

@@ -61,7 +61,11 @@ pub fn inspect_binary(path: &Path, data: &[u8]) -> Result<BinaryInfo, BuildImage
         (elf::EM_PPC64, false) => "ppc64le",
         (elf::EM_S390, true) => "s390x",
         (elf::EM_RISCV, false) => "riscv64",
-        (m, _) => return Err(bad(format!("unsupported CPU architecture (ELF machine {m})"))),
+        (m, _) => {
+            return Err(bad(format!(
+                "unsupported CPU architecture (ELF machine {m})"
+            )));
+        }
     };
     let segments = header
         .program_headers(endian, data)
@@ -145,7 +149,10 @@ mod tests {
         let d = tiny_elf(elf::EM_AARCH64, Some("/lib/ld-linux-aarch64.so.1"), 4096);
         let info = inspect_binary(Path::new("d"), &d).unwrap();
         assert_eq!(info.architecture, "arm64");
-        assert_eq!(info.interpreter.as_deref(), Some("/lib/ld-linux-aarch64.so.1"));
+        assert_eq!(
+            info.interpreter.as_deref(),
+            Some("/lib/ld-linux-aarch64.so.1")
+        );
     }
 
     #[test]

@@ -94,7 +94,10 @@ impl OciLabels {
 }
 
 /// The base layer: users, groups, `/tmp`, the user's home and optionally a CA bundle.
-pub fn base_layer(user: Owner, ca_certificates: Option<&[u8]>) -> Result<LayerSpec, BuildImageError> {
+pub fn base_layer(
+    user: Owner,
+    ca_certificates: Option<&[u8]>,
+) -> Result<LayerSpec, BuildImageError> {
     let mut passwd = String::from("root:x:0:0:root:/root:/sbin/nologin\n");
     let mut group = String::from("root:x:0:\n");
     let home = match user {
@@ -497,7 +500,114 @@ pub fn build_catalog_image(inputs: &CatalogImageInputs) -> Result<Image, BuildIm
     build_image(&spec)
 }
 
-// BUNDLE_IMAGE
+/// Inputs of the bundle image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BundleImageInputs {
+    /// The registry+v1 bundle directory (`manifests/`, `metadata/`, optional `tests/scorecard/`).
+    pub bundle_dir: PathBuf,
+    /// Platform recorded in the config (bundle content runs nowhere; OLM ignores it).
+    pub platform: Platform,
+    /// Build time.
+    pub created: jiff::Timestamp,
+}
+
+impl BundleImageInputs {
+    /// Defaults for `bundle_dir`: linux/amd64.
+    pub fn new(bundle_dir: impl Into<PathBuf>, created: jiff::Timestamp) -> Self {
+        Self {
+            bundle_dir: bundle_dir.into(),
+            platform: Platform::linux_amd64(),
+            created,
+        }
+    }
+}
+
+/// A built bundle image and the differences found between the bundle's own
+/// `bundle.Dockerfile` (if any) and what was built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuiltBundleImage {
+    /// The image.
+    pub image: Image,
+    /// Dockerfile drift (warnings: the image follows `metadata/annotations.yaml`).
+    pub dockerfile_drift: Vec<String>,
+}
+
+/// Builds the bundle image: one layer with the bundle's folders, labels = annotations.
+pub fn build_bundle_image(inputs: &BundleImageInputs) -> Result<BuiltBundleImage, BuildImageError> {
+    use olmkit_bundle::model::keys;
+    let dir = &inputs.bundle_dir;
+    let bundle = olmkit_bundle::load_bundle_dir(dir)?;
+    let file = bundle
+        .annotations_file
+        .clone()
+        .unwrap_or_else(|| "metadata/annotations.yaml".into());
+    if bundle.annotations_file.is_none() {
+        return Err(BuildImageError::Invalid {
+            what: dir.join(&file).display().to_string(),
+            reason: "missing; a bundle image's labels are its annotations (run `bundle-tool generate bundle`)".into(),
+        });
+    }
+    if bundle.annotations.is_empty() {
+        return Err(BuildImageError::Invalid {
+            what: format!("{}: field annotations", dir.join(&file).display()),
+            reason:
+                "is empty; OLM needs at least the mediatype, manifests, metadata and package keys"
+                    .into(),
+        });
+    }
+    for (key, expected) in [
+        (keys::MANIFESTS, "manifests/"),
+        (keys::METADATA, "metadata/"),
+    ] {
+        if let Some(v) = bundle.annotations.get(key)
+            && v.trim_end_matches('/') != expected.trim_end_matches('/')
+        {
+            return Err(BuildImageError::Invalid {
+                what: format!("{}: field annotations.{key}", dir.join(&file).display()),
+                reason: format!(
+                    "is {v:?}, but the image stores the folder at /{expected}; use {expected:?}"
+                ),
+            });
+        }
+    }
+    for k in bundle.annotations.keys() {
+        check_label_key(k)?;
+    }
+    let mut tree = FileTree::new();
+    for (src, dest) in crate::dockerfile::BUNDLE_PATHS {
+        let p = dir.join(src);
+        if p.is_dir() {
+            tree.add_host_dir(dest, &p)?;
+        } else if src != "tests/scorecard" {
+            return Err(BuildImageError::Invalid {
+                what: p.display().to_string(),
+                reason: "missing; a bundle needs manifests/ and metadata/".into(),
+            });
+        }
+    }
+    let dockerfile_drift = match std::fs::read_to_string(dir.join("bundle.Dockerfile")) {
+        Ok(text) => crate::dockerfile::bundle_dockerfile_drift(&text, &bundle.annotations),
+        Err(_) => Vec::new(),
+    };
+    let spec = ImageSpec {
+        layers: vec![LayerSpec {
+            tree,
+            created_by: "bundle-tool: bundle manifests/ metadata/ tests/scorecard/".into(),
+        }],
+        config: RuntimeConfig {
+            labels: bundle.annotations.clone(),
+            ..Default::default()
+        },
+        annotations: BTreeMap::new(),
+        created: inputs.created,
+        platform: inputs.platform.clone(),
+        author: None,
+    };
+    Ok(BuiltBundleImage {
+        image: build_image(&spec)?,
+        dockerfile_drift,
+    })
+}
 
 #[cfg(test)]
 mod tests {
@@ -561,21 +671,72 @@ mod tests {
         let mut inputs = OperatorImageInputs::new(&exe, t0());
         inputs.allow_dynamic = true;
         inputs.env = vec!["NOEQUALS".into()];
-        assert!(build_operator_image(&inputs).unwrap_err().to_string().contains("NAME=value"));
+        assert!(
+            build_operator_image(&inputs)
+                .unwrap_err()
+                .to_string()
+                .contains("NAME=value")
+        );
         inputs.env.clear();
         inputs.exposed_ports = vec!["99999/tcp".into()];
         assert!(build_operator_image(&inputs).is_err());
         let missing = OperatorImageInputs::new("/nonexistent/op", t0());
         let err = build_operator_image(&missing).unwrap_err();
-        assert!(err.to_string().starts_with("cannot read /nonexistent/op"), "{err}");
+        assert!(
+            err.to_string().starts_with("cannot read /nonexistent/op"),
+            "{err}"
+        );
+    }
+
+    fn real_bundle() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../tests/fixtures/real-bundles/authorino-operator/0.13.0")
+    }
+
+    #[test]
+    fn bundle_image_from_a_real_bundle() {
+        let built = build_bundle_image(&BundleImageInputs::new(real_bundle(), t0())).unwrap();
+        let c: serde_json::Value = serde_json::from_slice(&built.image.config.data).unwrap();
+        let ann = olmkit_bundle::load_bundle_dir(&real_bundle())
+            .unwrap()
+            .annotations;
+        let labels: BTreeMap<String, String> =
+            serde_json::from_value(c["config"]["Labels"].clone()).unwrap();
+        assert_eq!(labels, ann);
+        assert!(c["config"].get("Entrypoint").is_none());
+        assert_eq!(built.image.layers.len(), 1);
+    }
+
+    #[test]
+    fn bundle_image_input_errors_name_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("manifests")).unwrap();
+        std::fs::write(d.path().join("manifests/a.yaml"), "kind: ConfigMap\n").unwrap();
+        let err = build_bundle_image(&BundleImageInputs::new(d.path(), t0())).unwrap_err();
+        assert!(
+            err.to_string().contains("metadata/annotations.yaml"),
+            "{err}"
+        );
+        std::fs::create_dir_all(d.path().join("metadata")).unwrap();
+        std::fs::write(
+            d.path().join("metadata/annotations.yaml"),
+            "annotations:\n  operators.operatorframework.io.bundle.manifests.v1: other/\n",
+        )
+        .unwrap();
+        let err = build_bundle_image(&BundleImageInputs::new(d.path(), t0())).unwrap_err();
+        assert!(err.to_string().contains("bundle.manifests.v1"), "{err}");
+        assert!(err.is_user_error());
     }
 
     #[test]
     fn catalog_configs_only_and_layer_reuse() {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("pkg")).unwrap();
-        std::fs::write(d.path().join("pkg/catalog.yaml"), "schema: olm.package\nname: pkg\n")
-            .unwrap();
+        std::fs::write(
+            d.path().join("pkg/catalog.yaml"),
+            "schema: olm.package\nname: pkg\n",
+        )
+        .unwrap();
         let inputs = CatalogImageInputs::new(d.path(), t0());
         let img = build_catalog_image(&inputs).unwrap();
         assert_eq!(img.layers.len(), 1);
@@ -592,8 +753,11 @@ mod tests {
         let a = build_catalog_image(&with_server).unwrap();
         assert_eq!(a.layers.len(), 3);
         assert_eq!(a.layers[2], img.layers[0], "same FBC, same configs layer");
-        std::fs::write(d.path().join("pkg/catalog.yaml"), "schema: olm.package\nname: pkg2\n")
-            .unwrap();
+        std::fs::write(
+            d.path().join("pkg/catalog.yaml"),
+            "schema: olm.package\nname: pkg2\n",
+        )
+        .unwrap();
         let b = build_catalog_image(&with_server).unwrap();
         assert_eq!(a.layers[..2], b.layers[..2]);
         assert_ne!(a.layers[2], b.layers[2]);

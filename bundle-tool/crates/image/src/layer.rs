@@ -170,8 +170,12 @@ mod tests {
 
     fn sample() -> FileTree {
         let mut t = FileTree::new();
-        t.add_file("/etc/passwd", b"root:x:0:0::/:/sbin/nologin\n".to_vec(), FILE_MODE)
-            .unwrap();
+        t.add_file(
+            "/etc/passwd",
+            b"root:x:0:0::/:/sbin/nologin\n".to_vec(),
+            FILE_MODE,
+        )
+        .unwrap();
         t.add_dir("/tmp", 0o1777, Owner::ROOT).unwrap();
         t.add_file("/usr/local/bin/op", vec![7u8; 10_000], EXEC_MODE)
             .unwrap();
@@ -214,12 +218,7 @@ mod tests {
             assert_eq!(h.mtime().unwrap(), 42, "{path}");
             assert!(!path.starts_with('/') && !path.contains(".."), "{path}");
             assert_eq!(h.username().unwrap(), Some(""));
-            seen.push((
-                path,
-                h.mode().unwrap(),
-                h.uid().unwrap(),
-                h.entry_type(),
-            ));
+            seen.push((path, h.mode().unwrap(), h.uid().unwrap(), h.entry_type()));
         }
         let find = |p: &str| seen.iter().find(|s| s.0 == p).cloned().unwrap();
         assert_eq!(find("tmp/").1, 0o1777);

@@ -5,14 +5,25 @@
 //! manifest/config bytes) → writers: [`layout`] (OCI image layout directory) and [`push`]
 //! (any OCI registry). [`inspect`] reads images back from either place.
 
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod auth;
 pub mod build;
+pub mod digest;
+pub mod dockerfile;
 pub mod elf;
 pub mod images;
-pub mod digest;
+pub mod inspect;
 pub mod layer;
+pub mod layout;
+pub mod pin;
+pub mod push;
+pub mod remote;
 pub mod tree;
 
-pub use build::{BuildImageError, Image, ImageSpec, LayerSpec, Platform, RuntimeConfig, build_image};
+pub use build::{
+    BuildImageError, Image, ImageSpec, LayerSpec, Platform, RuntimeConfig, build_image,
+};
 pub use digest::Digest;
 pub use layer::Blob;
 pub use tree::{FileTree, Owner};

@@ -184,10 +184,13 @@ impl FileTree {
         match (self.entries.get(&path), &entry.kind) {
             // Declaring a directory that already exists (implied or explicit) sets its mode
             // and owner; merging two directories is what layering does anyway.
-            (Some(Entry {
-                kind: EntryKind::Dir,
-                ..
-            }), EntryKind::Dir) => {}
+            (
+                Some(Entry {
+                    kind: EntryKind::Dir,
+                    ..
+                }),
+                EntryKind::Dir,
+            ) => {}
             (Some(existing), _) => {
                 let what = match existing.kind {
                     EntryKind::Dir => "a directory",
@@ -327,10 +330,12 @@ impl FileTree {
                     }
                 })?;
                 check_symlink_inside(item.path(), rel, &link)?;
-                let link_str = link.to_str().ok_or_else(|| BuildImageError::UnsupportedFile {
-                    path: item.path().to_path_buf(),
-                    reason: "symlink target is not UTF-8".into(),
-                })?;
+                let link_str = link
+                    .to_str()
+                    .ok_or_else(|| BuildImageError::UnsupportedFile {
+                        path: item.path().to_path_buf(),
+                        reason: "symlink target is not UTF-8".into(),
+                    })?;
                 self.add_symlink(&target, link_str)?;
             } else {
                 return Err(BuildImageError::UnsupportedFile {
@@ -431,7 +436,13 @@ mod tests {
         let paths: Vec<_> = t.entries().map(|(p, _)| p.to_string()).collect();
         assert_eq!(
             paths,
-            ["usr", "usr-x", "usr/local", "usr/local/bin", "usr/local/bin/op"]
+            [
+                "usr",
+                "usr-x",
+                "usr/local",
+                "usr/local/bin",
+                "usr/local/bin/op"
+            ]
         );
         assert_eq!(t.top_level(), ["usr", "usr-x"]);
     }
