@@ -14,7 +14,7 @@ use super::collect::{Collected, Crd};
 use super::rbac::{Permission, RbacSplit};
 use super::webhooks::{OLM_CERT_MOUNT_PATHS, Webhooks};
 use crate::json::{arr_at, as_obj_mut, child_obj, obj_at, str_at, string_map};
-use crate::naming::{csv_name, kube_version_priority};
+use crate::naming::csv_name;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
@@ -238,7 +238,9 @@ fn first_paragraph(s: &str) -> String {
 
 /// `spec.customresourcedefinitions.owned`: one entry per served version of every CRD, keeping
 /// the base's entry (descriptors, display name, description) when it names the same CRD,
-/// version and kind, and sorted like operator-sdk (name, kind, then newest version first).
+/// version and kind. Order: CRDs as in the input, versions as the CRD lists them, which is
+/// what current operator-sdk writes (its older releases sorted newest-first; authorino's
+/// published bundles show the current order).
 fn owned_crds(crds: &[Crd], base: &Value, notes: &mut Vec<String>) -> Value {
     let base_owned = arr_at(base, "/spec/customresourcedefinitions/owned");
     let matches = |e: &Value, name: &str, version: Option<&str>, kind: &str| {
@@ -285,13 +287,6 @@ fn owned_crds(crds: &[Crd], base: &Value, notes: &mut Vec<String>) -> Value {
             ));
         }
     }
-    owned.sort_by(|a, b| {
-        let s = |v: &Value, k: &str| str_at(v, k).unwrap_or("").to_string();
-        s(a, "/name")
-            .cmp(&s(b, "/name"))
-            .then(s(a, "/kind").cmp(&s(b, "/kind")))
-            .then_with(|| kube_version_priority(&s(a, "/version"), &s(b, "/version")))
-    });
     Value::Array(owned)
 }
 
