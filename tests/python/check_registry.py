@@ -9,6 +9,7 @@ Exit code 0 when every check passes; 1 with the list of failures otherwise.
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import grpc
@@ -92,11 +93,29 @@ def expect_code(ck, what, code, fn):
             ck.failures.append(f"{what}: expected {code.name}, got {e.code().name}: {e.details()}")
 
 
+def wait_serving(channel, timeout):
+    """Waits like a readiness probe: until grpc.health.v1 says SERVING."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    health = health_pb2_grpc.HealthStub(channel)
+    deadline = time.time() + timeout
+    while True:
+        try:
+            if health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == \
+                    health_pb2.HealthCheckResponse.SERVING:
+                return
+        except grpc.RpcError:
+            pass
+        if time.time() > deadline:
+            raise SystemExit(f"FAILED: the server was not SERVING after {timeout}s")
+        time.sleep(0.1)
+
+
 def run(addr, proto, catalog, reflection=True):
     pb, pbg = registry_stubs.load(proto)
     exp = fbc_expect.Expected(catalog)
     ck = Checker()
     channel = grpc.insecure_channel(addr, options=[("grpc.max_receive_message_length", 64 << 20)])
+    wait_serving(channel, 120)
     stub = pbg.RegistryStub(channel)
 
     # ListPackages

@@ -385,7 +385,7 @@ pub fn check_csv_metadata(value: &Value) -> Result<(), String> {
     decode(&CSV_METADATA, value, "olm.csv.metadata").map(|_| ())
 }
 
-fn field<'a>(vals: &'a [Option<Typed>], i: usize) -> &'a Option<Typed> {
+fn field(vals: &[Option<Typed>], i: usize) -> &Option<Typed> {
     static NONE: Option<Typed> = None;
     vals.get(i).unwrap_or(&NONE)
 }

@@ -42,6 +42,9 @@ pub mod index_pb {
     tonic::include_proto!("olmkit.index.v1");
 }
 
+/// The tonic version the generated clients and servers use (for callers building channels).
+pub use tonic;
+
 pub use build::{BuildIndexError, BuildOptions, build_index};
 pub use catalog::Catalog;
 pub use index::{OpenIndexError, WriteIndexError, default_index_path};

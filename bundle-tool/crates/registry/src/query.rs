@@ -242,10 +242,10 @@ pub fn bundle_that_replaces(
 ) -> Result<pb::Bundle> {
     let (p, c) = find_channel(cat, pkg, channel, || format!("package {pkg} not found"))?;
     for e in &c.entries {
-        if e.replaces == name || e.skips.iter().any(|s| s == name) {
-            if let Some(m) = cat.channel_bundle(p, c, &e.name) {
-                return api_bundle(cat, m, Shape::Trimmed);
-            }
+        if (e.replaces == name || e.skips.iter().any(|s| s == name))
+            && let Some(m) = cat.channel_bundle(p, c, &e.name)
+        {
+            return api_bundle(cat, m, Shape::Trimmed);
         }
     }
     Err(QueryError::NotFound(format!(

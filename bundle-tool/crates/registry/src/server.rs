@@ -24,6 +24,9 @@ use tokio_stream::wrappers::TcpListenerStream;
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
+/// How long in-flight calls may take to finish after SIGTERM.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Which precomputed index to use.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum IndexChoice {
@@ -357,6 +360,7 @@ pub async fn serve(
         });
     }
 
+    let (draining_tx, draining_rx) = tokio::sync::oneshot::channel::<()>();
     let stop = {
         let reporter = reporter.clone();
         async move {
@@ -372,10 +376,11 @@ pub async fn serve(
             }
             // Tell watchers before the listener closes.
             set_all(&reporter, ServingStatus::NotServing).await;
+            let _ = draining_tx.send(());
         }
     };
 
-    tonic::transport::Server::builder()
+    let server = tonic::transport::Server::builder()
         .tcp_nodelay(true)
         .add_service(health)
         .add_service(reflection_v1)
@@ -384,8 +389,23 @@ pub async fn serve(
         .add_service(ExperimentalRegistryServer::new(ExperimentalService::new(
             slot,
         )))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stop)
-        .await?;
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stop);
+    tokio::pin!(server);
+    // Graceful shutdown waits for clients to go away; one that never does must not keep the
+    // pod in Terminating until the kubelet's SIGKILL.
+    let drain_deadline = async {
+        if draining_rx.await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        tokio::time::sleep(DRAIN_TIMEOUT).await;
+    };
+    tokio::select! {
+        r = &mut server => r?,
+        () = drain_deadline => warn!(
+            "clients still connected {}s after the shutdown signal; closing their connections",
+            DRAIN_TIMEOUT.as_secs()
+        ),
+    }
 
     if opts.exit_on_load_error {
         let failed = failure.lock().ok().and_then(|f| f.clone());
@@ -412,9 +432,9 @@ fn report_failure(opts: &ServeOptions, reason: &str) {
             opts.configs.display()
         );
     }
-    if let Some(path) = &opts.termination_log {
-        if let Err(e) = std::fs::write(path, reason) {
-            warn!("cannot write the termination log {}: {e}", path.display());
-        }
+    if let Some(path) = &opts.termination_log
+        && let Err(e) = std::fs::write(path, reason)
+    {
+        warn!("cannot write the termination log {}: {e}", path.display());
     }
 }
