@@ -42,7 +42,10 @@ fn convert_one(mut o: Value, desired: &str) -> Value {
 async fn convert(State(hook): State<Arc<Hook>>, Json(review): Json<Value>) -> Json<Value> {
     hook.calls.fetch_add(1, Ordering::SeqCst);
     let req = &review["request"];
-    let desired = req["desiredAPIVersion"].as_str().unwrap_or_default().to_string();
+    let desired = req["desiredAPIVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let response = if hook.fail.load(Ordering::SeqCst) {
         json!({"uid": req["uid"], "result": {"status": "Failure", "message": "the webhook refuses today"}})
     } else {
@@ -55,7 +58,9 @@ async fn convert(State(hook): State<Arc<Hook>>, Json(review): Json<Value>) -> Js
             .collect();
         json!({"uid": req["uid"], "result": {"status": "Success"}, "convertedObjects": converted})
     };
-    Json(json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": response}))
+    Json(
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": response}),
+    )
 }
 
 /// Starts the webhook; returns its port and the CA bundle (PEM).
@@ -64,20 +69,28 @@ async fn start_webhook(hook: Arc<Hook>) -> (u16, String) {
     let ca_key = rcgen::KeyPair::generate().expect("ca key");
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("ca params");
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "test-ca");
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "test-ca");
     let ca_cert = ca_params.self_signed(&ca_key).expect("ca cert");
     let issuer = rcgen::Issuer::new(ca_params, ca_key);
     let key = rcgen::KeyPair::generate().expect("key");
-    let params = rcgen::CertificateParams::new(vec!["conv.test.svc".to_string(), "localhost".to_string()])
-        .expect("params");
+    let params =
+        rcgen::CertificateParams::new(vec!["conv.test.svc".to_string(), "localhost".to_string()])
+            .expect("params");
     let cert = params.signed_by(&key, &issuer).expect("cert");
-    let config = axum_server::tls_rustls::RustlsConfig::from_pem(cert.pem().into_bytes(), key.serialize_pem().into_bytes())
-        .await
-        .expect("tls config");
+    let config = axum_server::tls_rustls::RustlsConfig::from_pem(
+        cert.pem().into_bytes(),
+        key.serialize_pem().into_bytes(),
+    )
+    .await
+    .expect("tls config");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.set_nonblocking(true).expect("nonblocking");
     let port = listener.local_addr().expect("addr").port();
-    let app = axum::Router::new().route("/convert", post(convert)).with_state(hook);
+    let app = axum::Router::new()
+        .route("/convert", post(convert))
+        .with_state(hook);
     let server = axum_server::from_tcp_rustls(listener, config).expect("server");
     tokio::spawn(async move {
         let _ = server.serve(app.into_make_service()).await;
@@ -115,31 +128,69 @@ async fn webhook_conversion_in_both_versions() {
     // Write in v1beta1, read in both.
     let mut obj = DynamicObject::new("w", &widget_resource("v1beta1"));
     obj.data = json!({"spec": {"size": 3}});
-    let created = beta.create(&PostParams::default(), &obj).await.expect("create v1beta1");
+    let created = beta
+        .create(&PostParams::default(), &obj)
+        .await
+        .expect("create v1beta1");
     assert_eq!(created.data["spec"]["size"], json!(3));
-    assert_eq!(created.types.as_ref().map(|t| t.api_version.as_str()), Some("test.example.com/v1beta1"));
-    let stored = standin.object(GROUP, "widgets", "test", "w").expect("stored");
-    assert_eq!(stored["apiVersion"], json!("test.example.com/v1"), "stored in the storage version");
+    assert_eq!(
+        created.types.as_ref().map(|t| t.api_version.as_str()),
+        Some("test.example.com/v1beta1")
+    );
+    let stored = standin
+        .object(GROUP, "widgets", "test", "w")
+        .expect("stored");
+    assert_eq!(
+        stored["apiVersion"],
+        json!("test.example.com/v1"),
+        "stored in the storage version"
+    );
     assert_eq!(stored["spec"]["replicas"], json!(3));
-    assert_eq!(v1.get("w").await.expect("get v1").data["spec"]["replicas"], json!(3));
+    assert_eq!(
+        v1.get("w").await.expect("get v1").data["spec"]["replicas"],
+        json!(3)
+    );
     assert!(hook.calls.load(Ordering::SeqCst) >= 2);
 
     // Watch in v1beta1 while writing in v1.
-    let mut events = watcher(beta.clone(), watcher::Config::default()).applied_objects().boxed();
+    let mut events = watcher(beta.clone(), watcher::Config::default())
+        .applied_objects()
+        .boxed();
     let first = events.next().await.expect("event").expect("ok");
     assert_eq!(first.data["spec"]["size"], json!(3));
-    v1.patch("w", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 4}}))).await.expect("patch v1");
+    v1.patch(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 4}})),
+    )
+    .await
+    .expect("patch v1");
     let next = events.next().await.expect("event").expect("ok");
     assert_eq!(next.data["spec"]["size"], json!(4));
 
     // Patch in v1beta1; list in v1beta1.
-    beta.patch("w", &PatchParams::default(), &Patch::Merge(json!({"spec": {"size": 5}}))).await.expect("patch beta");
-    assert_eq!(v1.get("w").await.expect("get").data["spec"]["replicas"], json!(5));
+    beta.patch(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"size": 5}})),
+    )
+    .await
+    .expect("patch beta");
+    assert_eq!(
+        v1.get("w").await.expect("get").data["spec"]["replicas"],
+        json!(5)
+    );
     let mut second = DynamicObject::new("x", &widget_resource("v1"));
     second.data = json!({"spec": {"replicas": 1}});
-    v1.create(&PostParams::default(), &second).await.expect("create v1");
+    v1.create(&PostParams::default(), &second)
+        .await
+        .expect("create v1");
     let listed = beta.list(&Default::default()).await.expect("list beta");
-    let sizes: Vec<Value> = listed.items.iter().map(|o| o.data["spec"]["size"].clone()).collect();
+    let sizes: Vec<Value> = listed
+        .items
+        .iter()
+        .map(|o| o.data["spec"]["size"].clone())
+        .collect();
     assert_eq!(sizes, vec![json!(5), json!(1)]);
 
     // Server-side apply in v1beta1.
@@ -149,19 +200,35 @@ async fn webhook_conversion_in_both_versions() {
         .await
         .expect("apply beta");
     assert_eq!(applied.data["spec"]["size"], json!(6));
-    assert_eq!(v1.get("w").await.expect("get").data["spec"]["replicas"], json!(6));
+    assert_eq!(
+        v1.get("w").await.expect("get").data["spec"]["replicas"],
+        json!(6)
+    );
 
     // The deprecated version carries a Warning header.
-    let resp = reqwest::get(format!("{}/apis/{GROUP}/v1beta1/namespaces/test/widgets/w", standin.url()))
-        .await
-        .expect("raw get");
-    let warning = resp.headers().get("warning").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-    assert_eq!(warning, "299 - \"test.example.com/v1beta1 Widget is deprecated; use v1\"");
+    let resp = reqwest::get(format!(
+        "{}/apis/{GROUP}/v1beta1/namespaces/test/widgets/w",
+        standin.url()
+    ))
+    .await
+    .expect("raw get");
+    let warning = resp
+        .headers()
+        .get("warning")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        warning,
+        "299 - \"test.example.com/v1beta1 Widget is deprecated; use v1\""
+    );
 
     // A failing webhook fails the request like the real server.
     hook.fail.store(true, Ordering::SeqCst);
     let err = beta.get("w").await.expect_err("conversion fails");
-    let kube::Error::Api(status) = err else { panic!("expected API error") };
+    let kube::Error::Api(status) = err else {
+        panic!("expected API error")
+    };
     assert_eq!(status.code, 500);
     assert!(
         status.message.starts_with("conversion webhook for test.example.com/v1, Kind=Widget failed: the webhook refuses today"),
@@ -188,8 +255,13 @@ async fn webhook_by_url_and_unreachable_service() {
     .await;
     let beta = versioned(&client, "v1beta1");
     let v1 = versioned(&client, "v1");
-    v1.create(&PostParams::default(), &widget("w", 2)).await.expect("create");
-    assert_eq!(beta.get("w").await.expect("get by url").data["spec"]["size"], json!(2));
+    v1.create(&PostParams::default(), &widget("w", 2))
+        .await
+        .expect("create");
+    assert_eq!(
+        beta.get("w").await.expect("get by url").data["spec"]["size"],
+        json!(2)
+    );
     standin.shutdown().await;
 
     // A service with no mapped endpoint: 500 naming the problem.
@@ -201,11 +273,23 @@ async fn webhook_by_url_and_unreachable_service() {
     })
     .await;
     let v1 = versioned(&client, "v1");
-    v1.create(&PostParams::default(), &widget("w", 2)).await.expect("create");
-    let kube::Error::Api(status) = versioned(&client, "v1beta1").get("w").await.expect_err("unmapped") else {
+    v1.create(&PostParams::default(), &widget("w", 2))
+        .await
+        .expect("create");
+    let kube::Error::Api(status) = versioned(&client, "v1beta1")
+        .get("w")
+        .await
+        .expect_err("unmapped")
+    else {
         panic!("expected API error")
     };
     assert_eq!(status.code, 500);
-    assert!(status.message.contains("service test/nowhere has no endpoint"), "{}", status.message);
+    assert!(
+        status
+            .message
+            .contains("service test/nowhere has no endpoint"),
+        "{}",
+        status.message
+    );
     standin.shutdown().await;
 }

@@ -21,7 +21,12 @@ use serde_json::json;
 fn names_and_rvs(objs: Vec<Arc<DynamicObject>>) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = objs
         .iter()
-        .map(|o| (o.metadata.name.clone().unwrap_or_default(), o.metadata.resource_version.clone().unwrap_or_default()))
+        .map(|o| {
+            (
+                o.metadata.name.clone().unwrap_or_default(),
+                o.metadata.resource_version.clone().unwrap_or_default(),
+            )
+        })
         .collect();
     v.sort();
     v
@@ -34,7 +39,12 @@ async fn server_state(api: &Api<DynamicObject>) -> Vec<(String, String)> {
         .expect("list")
         .items
         .into_iter()
-        .map(|o| (o.metadata.name.unwrap_or_default(), o.metadata.resource_version.unwrap_or_default()))
+        .map(|o| {
+            (
+                o.metadata.name.unwrap_or_default(),
+                o.metadata.resource_version.unwrap_or_default(),
+            )
+        })
         .collect();
     v.sort();
     v
@@ -54,7 +64,10 @@ async fn reflector_stays_in_sync_resumes_and_recovers_from_gone() {
     let writer = reflector::store::Writer::<DynamicObject>::new(widget_resource("v1"));
     let reader = writer.as_reader();
     let cfg = watcher::Config::default().labels("watched=yes");
-    let stream = watcher(api.clone(), cfg).default_backoff().reflect(writer).applied_objects();
+    let stream = watcher(api.clone(), cfg)
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects();
     let task = tokio::spawn(stream.for_each(|_| async {}));
     reader.wait_until_ready().await.expect("ready");
 
@@ -66,14 +79,22 @@ async fn reflector_stays_in_sync_resumes_and_recovers_from_gone() {
             let name = format!("w{i}");
             let mut w = widget(&name, i);
             w.metadata.labels = Some([("watched".to_string(), "yes".to_string())].into());
-            api.create(&PostParams::default(), &w).await.expect("create");
+            api.create(&PostParams::default(), &w)
+                .await
+                .expect("create");
             for r in 0..3 {
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": r}})))
-                    .await
-                    .expect("patch");
+                api.patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"replicas": r}})),
+                )
+                .await
+                .expect("patch");
             }
             if i % 4 == 0 {
-                api.delete(&name, &DeleteParams::default()).await.expect("delete");
+                api.delete(&name, &DeleteParams::default())
+                    .await
+                    .expect("delete");
             }
         }));
     }
@@ -90,42 +111,89 @@ async fn reflector_stays_in_sync_resumes_and_recovers_from_gone() {
     .await;
 
     // Disconnect: the watcher resumes from its resourceVersion without a new list.
-    let lists_before = standin.requests().iter().filter(|r| r.verb == "list" && r.resource == "widgets").count();
+    let lists_before = standin
+        .requests()
+        .iter()
+        .filter(|r| r.verb == "list" && r.resource == "widgets")
+        .count();
     standin.disconnect_watches();
-    api.patch("w1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 99}}))).await.expect("patch");
+    api.patch(
+        "w1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 99}})),
+    )
+    .await
+    .expect("patch");
     eventually(10, || {
         let reader = reader.clone();
         async move {
             reader
                 .state()
                 .iter()
-                .any(|o| o.metadata.name.as_deref() == Some("w1") && o.data["spec"]["replicas"] == json!(99))
+                .any(|o| {
+                    o.metadata.name.as_deref() == Some("w1")
+                        && o.data["spec"]["replicas"] == json!(99)
+                })
                 .then_some(())
         }
     })
     .await;
-    let lists_after = standin.requests().iter().filter(|r| r.verb == "list" && r.resource == "widgets").count();
+    let lists_after = standin
+        .requests()
+        .iter()
+        .filter(|r| r.verb == "list" && r.resource == "widgets")
+        .count();
     assert_eq!(lists_before, lists_after, "resumed without re-listing");
-    assert!(standin.requests().iter().filter(|r| r.verb == "watch" && r.resource == "widgets").count() >= 2);
+    assert!(
+        standin
+            .requests()
+            .iter()
+            .filter(|r| r.verb == "watch" && r.resource == "widgets")
+            .count()
+            >= 2
+    );
 
     // Gone: writes the watcher does not see push its resourceVersion out of the bounded history;
     // after a disconnect it gets 410, re-lists and is in sync again.
     for i in 0..30 {
-        api.create(&PostParams::default(), &widget(&format!("unwatched{i}"), 1)).await.expect("unwatched");
+        api.create(&PostParams::default(), &widget(&format!("unwatched{i}"), 1))
+            .await
+            .expect("unwatched");
     }
-    let lists_before = standin.requests().iter().filter(|r| r.verb == "list" && r.resource == "widgets").count();
+    let lists_before = standin
+        .requests()
+        .iter()
+        .filter(|r| r.verb == "list" && r.resource == "widgets")
+        .count();
     standin.disconnect_watches();
     let mut w = widget("late", 1);
     w.metadata.labels = Some([("watched".to_string(), "yes".to_string())].into());
     api.create(&PostParams::default(), &w).await.expect("late");
     eventually(15, || {
         let reader = reader.clone();
-        async move { reader.state().iter().any(|o| o.metadata.name.as_deref() == Some("late")).then_some(()) }
+        async move {
+            reader
+                .state()
+                .iter()
+                .any(|o| o.metadata.name.as_deref() == Some("late"))
+                .then_some(())
+        }
     })
     .await;
-    let lists_after = standin.requests().iter().filter(|r| r.verb == "list" && r.resource == "widgets").count();
-    assert!(lists_after > lists_before, "a 410 makes the watcher re-list");
-    let watched: Vec<(String, String)> = server_state(&api).await.into_iter().filter(|(n, _)| !n.starts_with("unwatched")).collect();
+    let lists_after = standin
+        .requests()
+        .iter()
+        .filter(|r| r.verb == "list" && r.resource == "widgets")
+        .count();
+    assert!(
+        lists_after > lists_before,
+        "a 410 makes the watcher re-list"
+    );
+    let watched: Vec<(String, String)> = server_state(&api)
+        .await
+        .into_iter()
+        .filter(|(n, _)| !n.starts_with("unwatched"))
+        .collect();
     assert_eq!(names_and_rvs(reader.state()), watched);
     task.abort();
     standin.shutdown().await;
@@ -178,12 +246,18 @@ async fn controller_and_finalizer_helper() {
         api: api.clone(),
         cleanups: Arc::new(AtomicUsize::new(0)),
     });
-    let controller = Controller::new_with(api.clone(), watcher::Config::default(), widget_resource("v1"))
-        .run(reconcile, error_policy, ctx.clone())
-        .for_each(|_| async {});
+    let controller = Controller::new_with(
+        api.clone(),
+        watcher::Config::default(),
+        widget_resource("v1"),
+    )
+    .run(reconcile, error_policy, ctx.clone())
+    .for_each(|_| async {});
     let task = tokio::spawn(controller);
     for i in 0..5 {
-        api.create(&PostParams::default(), &widget(&format!("c{i}"), i)).await.expect("create");
+        api.create(&PostParams::default(), &widget(&format!("c{i}"), i))
+            .await
+            .expect("create");
     }
     eventually(15, || {
         let api = api.clone();
@@ -193,21 +267,30 @@ async fn controller_and_finalizer_helper() {
                 .iter()
                 .all(|o| {
                     o.data["status"]["phase"] == json!("Reconciled")
-                        && o.metadata.finalizers.clone().unwrap_or_default() == vec!["test.example.com/cleanup".to_string()]
+                        && o.metadata.finalizers.clone().unwrap_or_default()
+                            == vec!["test.example.com/cleanup".to_string()]
                 })
                 .then_some(())
         }
     })
     .await;
     // A spec change is reconciled again.
-    api.patch("c1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 42}}))).await.expect("patch");
+    api.patch(
+        "c1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 42}})),
+    )
+    .await
+    .expect("patch");
     eventually(10, || {
         let api = api.clone();
         async move { (api.get("c1").await.ok()?.data["status"]["replicas"] == json!(42)).then_some(()) }
     })
     .await;
     // Deletion: cleanup runs, the finalizer is removed, the object disappears.
-    api.delete("c2", &DeleteParams::default()).await.expect("delete");
+    api.delete("c2", &DeleteParams::default())
+        .await
+        .expect("delete");
     eventually(10, || {
         let api = api.clone();
         async move { api.get_opt("c2").await.ok()?.is_none().then_some(()) }
@@ -245,7 +328,10 @@ async fn lease_manager_elects_one_leader() {
     }
     let leases: Api<Lease> = Api::namespaced(client.clone(), "test");
     let holder = |l: Lease| l.spec.and_then(|s| s.holder_identity);
-    assert_eq!(holder(leases.get("leader").await.expect("lease")), Some("a".into()));
+    assert_eq!(
+        holder(leases.get("leader").await.expect("lease")),
+        Some("a".into())
+    );
     // "a" steps down and releases; "b" takes over.
     drop(rx_a);
     let a = task_a.await.expect("join").expect("manager a");
@@ -255,7 +341,10 @@ async fn lease_manager_elects_one_leader() {
         async move { v.then_some(()) }
     })
     .await;
-    assert_eq!(holder(leases.get("leader").await.expect("lease")), Some("b".into()));
+    assert_eq!(
+        holder(leases.get("leader").await.expect("lease")),
+        Some("b".into())
+    );
     // "b" dies without releasing; "c" takes over once the lease expires.
     task_b.abort();
     drop(rx_b);
@@ -266,7 +355,10 @@ async fn lease_manager_elects_one_leader() {
         async move { v.then_some(()) }
     })
     .await;
-    assert_eq!(holder(leases.get("leader").await.expect("lease")), Some("c".into()));
+    assert_eq!(
+        holder(leases.get("leader").await.expect("lease")),
+        Some("c".into())
+    );
     task_c.abort();
     standin.shutdown().await;
 }
@@ -278,7 +370,10 @@ async fn recorder_events_and_metadata_lists() {
     use kube::runtime::events::{Event, EventType, Recorder};
     let (standin, client) = start_with_widgets().await;
     let api = widgets(&client, "test");
-    let w = api.create(&PostParams::default(), &widget("w", 1)).await.expect("create");
+    let w = api
+        .create(&PostParams::default(), &widget("w", 1))
+        .await
+        .expect("create");
     let recorder = Recorder::new(client.clone(), "test-controller".into());
     let reference = w.object_ref(&widget_resource("v1"));
     let event = Event {
@@ -289,17 +384,30 @@ async fn recorder_events_and_metadata_lists() {
         secondary: None,
     };
     recorder.publish(&event, &reference).await.expect("publish");
-    recorder.publish(&event, &reference).await.expect("publish again");
+    recorder
+        .publish(&event, &reference)
+        .await
+        .expect("publish again");
     let events: Api<K8sEvent> = Api::namespaced(client.clone(), "test");
     let list = events.list(&Default::default()).await.expect("events");
-    assert_eq!(list.items.len(), 1, "the repeat is recorded as a series of the same event");
+    assert_eq!(
+        list.items.len(),
+        1,
+        "the repeat is recorded as a series of the same event"
+    );
     let e = &list.items[0];
     assert_eq!(e.reason.as_deref(), Some("Reconciled"));
-    assert_eq!(e.regarding.as_ref().and_then(|r| r.name.as_deref()), Some("w"));
+    assert_eq!(
+        e.regarding.as_ref().and_then(|r| r.name.as_deref()),
+        Some("w")
+    );
     assert_eq!(e.series.as_ref().map(|s| s.count), Some(2));
 
     // Metadata-only lists (what metadata_watcher uses).
-    let meta = api.list_metadata(&Default::default()).await.expect("metadata list");
+    let meta = api
+        .list_metadata(&Default::default())
+        .await
+        .expect("metadata list");
     assert_eq!(meta.items.len(), 1);
     assert_eq!(meta.items[0].metadata.name.as_deref(), Some("w"));
     standin.shutdown().await;

@@ -26,11 +26,19 @@ fn condition(d: &Deployment, ty: &str) -> Option<(String, String)> {
         .as_ref()?
         .iter()
         .find(|c| c.type_.as_deref() == Some(ty))
-        .map(|c| (c.status.clone().unwrap_or_default(), c.reason.clone().unwrap_or_default()))
+        .map(|c| {
+            (
+                c.status.clone().unwrap_or_default(),
+                c.reason.clone().unwrap_or_default(),
+            )
+        })
 }
 
 async fn pods_of(pods: &Api<Pod>, app: &str) -> Vec<Pod> {
-    pods.list(&ListParams::default().labels(&format!("app={app}"))).await.expect("pods").items
+    pods.list(&ListParams::default().labels(&format!("app={app}")))
+        .await
+        .expect("pods")
+        .items
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -43,43 +51,90 @@ async fn deployments_get_pods_and_status() {
     .await;
     let deploys: Api<Deployment> = Api::namespaced(client.clone(), "test");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "test");
-    deploys.create(&PostParams::default(), &deployment("web", 3, "nginx:1.25")).await.expect("create");
+    deploys
+        .create(&PostParams::default(), &deployment("web", 3, "nginx:1.25"))
+        .await
+        .expect("create");
 
     let d = eventually(10, || {
         let deploys = deploys.clone();
         async move {
             let d = deploys.get("web").await.ok()?;
             let s = d.status.clone()?;
-            (s.ready_replicas == Some(3) && s.available_replicas == Some(3) && s.updated_replicas == Some(3)).then_some(d)
+            (s.ready_replicas == Some(3)
+                && s.available_replicas == Some(3)
+                && s.updated_replicas == Some(3))
+            .then_some(d)
         }
     })
     .await;
-    assert_eq!(d.status.as_ref().and_then(|s| s.observed_generation), d.metadata.generation);
-    assert_eq!(condition(&d, "Available"), Some(("True".into(), "MinimumReplicasAvailable".into())));
-    assert_eq!(condition(&d, "Progressing"), Some(("True".into(), "NewReplicaSetAvailable".into())));
+    assert_eq!(
+        d.status.as_ref().and_then(|s| s.observed_generation),
+        d.metadata.generation
+    );
+    assert_eq!(
+        condition(&d, "Available"),
+        Some(("True".into(), "MinimumReplicasAvailable".into()))
+    );
+    assert_eq!(
+        condition(&d, "Progressing"),
+        Some(("True".into(), "NewReplicaSetAvailable".into()))
+    );
     let list = pods_of(&pods, "web").await;
     assert_eq!(list.len(), 3);
-    let hash = list[0].metadata.labels.as_ref().and_then(|l| l.get("pod-template-hash")).cloned().expect("hash");
-    let mut names: Vec<String> = list.iter().filter_map(|p| p.metadata.name.clone()).collect();
+    let hash = list[0]
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("pod-template-hash"))
+        .cloned()
+        .expect("hash");
+    let mut names: Vec<String> = list
+        .iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
     names.sort();
-    assert_eq!(names, (0..3).map(|i| format!("web-{hash}-{i}")).collect::<Vec<_>>());
+    assert_eq!(
+        names,
+        (0..3)
+            .map(|i| format!("web-{hash}-{i}"))
+            .collect::<Vec<_>>()
+    );
     for p in &list {
         let owner = &p.metadata.owner_references.as_ref().expect("owner")[0];
-        assert_eq!((owner.kind.as_str(), owner.name.as_str(), owner.controller), ("Deployment", "web", Some(true)));
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+            ("Deployment", "web", Some(true))
+        );
         let st = p.status.as_ref().expect("status");
         assert_eq!(st.phase.as_deref(), Some("Running"));
-        assert!(st.conditions.as_ref().expect("conds").iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        assert!(
+            st.conditions
+                .as_ref()
+                .expect("conds")
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        );
     }
 
     // A deleted pod comes back; scaling down removes pods.
-    pods.delete(&names[1], &DeleteParams::default()).await.expect("delete pod");
+    pods.delete(&names[1], &DeleteParams::default())
+        .await
+        .expect("delete pod");
     eventually(10, || {
         let pods = pods.clone();
         let n = names[1].clone();
         async move { pods.get_opt(&n).await.ok()?.map(|_| ()) }
     })
     .await;
-    deploys.patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 1}}))).await.expect("scale");
+    deploys
+        .patch_scale(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 1}})),
+        )
+        .await
+        .expect("scale");
     eventually(10, || {
         let pods = pods.clone();
         async move { (pods_of(&pods, "web").await.len() == 1).then_some(()) }
@@ -96,31 +151,56 @@ async fn deployments_get_pods_and_status() {
         let old = hash.clone();
         async move {
             let l = pods_of(&pods, "web").await;
-            (l.len() == 1 && l[0].metadata.labels.as_ref()?.get("pod-template-hash")? != &old).then_some(())
+            (l.len() == 1 && l[0].metadata.labels.as_ref()?.get("pod-template-hash")? != &old)
+                .then_some(())
         }
     })
     .await;
 
     // Failing pods: CrashLoopBackOff and Available=False.
     deploys
-        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"annotations": {"standin.test/fail-pods": "true"}}})))
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"standin.test/fail-pods": "true"}}})),
+        )
         .await
         .expect("fail");
     let d = eventually(10, || {
         let deploys = deploys.clone();
         async move {
             let d = deploys.get("web").await.ok()?;
-            (condition(&d, "Available")? == ("False".to_string(), "MinimumReplicasUnavailable".to_string())).then_some(d)
+            (condition(&d, "Available")?
+                == (
+                    "False".to_string(),
+                    "MinimumReplicasUnavailable".to_string(),
+                ))
+                .then_some(d)
         }
     })
     .await;
     assert_eq!(d.status.as_ref().and_then(|s| s.ready_replicas), None);
-    assert_eq!(d.status.as_ref().and_then(|s| s.unavailable_replicas), Some(1));
+    assert_eq!(
+        d.status.as_ref().and_then(|s| s.unavailable_replicas),
+        Some(1)
+    );
     let p = &pods_of(&pods, "web").await[0];
-    let waiting = p.status.as_ref().and_then(|s| s.container_statuses.as_ref()).and_then(|c| c[0].state.as_ref()).and_then(|s| s.waiting.as_ref()).and_then(|w| w.reason.clone());
+    let waiting = p
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c[0].state.as_ref())
+        .and_then(|s| s.waiting.as_ref())
+        .and_then(|w| w.reason.clone());
     assert_eq!(waiting.as_deref(), Some("CrashLoopBackOff"));
     // A failing image works too.
-    deploys.create(&PostParams::default(), &deployment("broken", 2, "example.com/fail:1")).await.expect("create broken");
+    deploys
+        .create(
+            &PostParams::default(),
+            &deployment("broken", 2, "example.com/fail:1"),
+        )
+        .await
+        .expect("create broken");
     eventually(10, || {
         let deploys = deploys.clone();
         async move {
@@ -131,13 +211,21 @@ async fn deployments_get_pods_and_status() {
     .await;
 
     // Deleting the Deployment collects its pods.
-    deploys.delete("web", &DeleteParams::default()).await.expect("delete");
+    deploys
+        .delete("web", &DeleteParams::default())
+        .await
+        .expect("delete");
     eventually(10, || {
         let pods = pods.clone();
         async move { pods_of(&pods, "web").await.is_empty().then_some(()) }
     })
     .await;
     // The simulation's own writes are not requests.
-    assert!(standin.requests().iter().all(|r| r.user_agent.is_empty() || !r.user_agent.starts_with("kube-controller")));
+    assert!(
+        standin
+            .requests()
+            .iter()
+            .all(|r| r.user_agent.is_empty() || !r.user_agent.starts_with("kube-controller"))
+    );
     standin.shutdown().await;
 }

@@ -177,9 +177,16 @@ async fn openapi_root(State(app): State<Arc<App>>) -> Response {
     let mut paths = serde_json::Map::new();
     for (g, versions) in st.registry.groups() {
         for v in versions {
-            let gv = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
+            let gv = if g.is_empty() {
+                format!("api/{v}")
+            } else {
+                format!("apis/{g}/{v}")
+            };
             let hash = meta::safe_hash(format!("{gv}/{}", st.rv()).as_bytes(), 16);
-            paths.insert(gv.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash={hash}")}));
+            paths.insert(
+                gv.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash={hash}")}),
+            );
         }
     }
     json_response(StatusCode::OK, &json!({"paths": paths}), &[])
@@ -187,7 +194,10 @@ async fn openapi_root(State(app): State<Arc<App>>) -> Response {
 
 /// A group-version's OpenAPI v3 document. It describes operations (enough for kubectl to see
 /// that the server validates fields itself, `fieldValidation`), not object schemas.
-async fn openapi_gv(State(app): State<Arc<App>>, axum::extract::Path(gv): axum::extract::Path<String>) -> Response {
+async fn openapi_gv(
+    State(app): State<Arc<App>>,
+    axum::extract::Path(gv): axum::extract::Path<String>,
+) -> Response {
     let parts: Vec<&str> = gv.trim_matches('/').split('/').collect();
     let (group, version) = match parts.as_slice() {
         ["api", v] => (String::new(), v.to_string()),
@@ -199,7 +209,11 @@ async fn openapi_gv(State(app): State<Arc<App>>, axum::extract::Path(gv): axum::
     if types.is_empty() {
         return ApiError::no_route().into_response();
     }
-    let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+    let prefix = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
     let param = |name: &str| json!({"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": true}});
     let mut paths = serde_json::Map::new();
     for t in types {

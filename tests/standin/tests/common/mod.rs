@@ -131,7 +131,9 @@ where
         if let Some(v) = f().await {
             return v;
         }
-        if std::time::Instant::now() >= deadline { return f().await.expect("condition not reached"); }
+        if std::time::Instant::now() >= deadline {
+            return f().await.expect("condition not reached");
+        }
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
 }
