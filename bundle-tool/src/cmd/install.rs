@@ -1,15 +1,519 @@
-//! `bundle-tool install` (being built; owned by its issue).
+//! `bundle-tool install`: install an operator through OLM v0 (CatalogSource, OperatorGroup,
+//! Subscription, then wait for the CSV) or OLM v1 (`--olm-v1`: ClusterCatalog, ClusterExtension
+//! and the installer ServiceAccount with its RBAC), or print those manifests (`--print`).
+//!
+//! Also home of what the cluster commands share: kubeconfig flags, loading the local catalog,
+//! printing progress events and turning an outcome into an exit code.
 
-use crate::exit::CmdError;
-use crate::output::GlobalArgs;
+use crate::exit::{CmdError, ResultExt};
+use crate::output::{GlobalArgs, print_data, spinner};
+use clap::ValueEnum;
+use olmkit_cluster::catalog_view::PackageView;
+use olmkit_cluster::client::{Cluster, ClusterError, ClusterOptions, OlmMissingError};
+use olmkit_cluster::install::{
+    Event, InstallError, InstallRequest, Outcome, WaitSettings, install, plan_install,
+};
+use olmkit_cluster::manifests::{Approval, render_yaml};
+use olmkit_cluster::names::parse_go_duration;
+use olmkit_cluster::olmv1::BundleFacts;
+use olmkit_cluster::olmv1::live::install_v1;
+use olmkit_cluster::olmv1::manifests::{V1Params, v1_manifests};
+use olmkit_cluster::olmv1::support::check_olmv1_support;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where the cluster is (shared by install, status, upgrade and approve).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ClusterArgs {
+    /// Kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context to use.
+    #[arg(long)]
+    pub context: Option<String>,
+}
+
+impl ClusterArgs {
+    pub(crate) async fn connect(&self) -> Result<Cluster, CmdError> {
+        Cluster::connect(&ClusterOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+        })
+        .await
+        .user_hint("pass --kubeconfig FILE or --context NAME, or set KUBECONFIG")
+    }
+}
+
+/// How long to wait for OLM (shared).
+#[derive(clap::Args, Debug, Clone)]
+pub struct WaitArgs {
+    /// Give up waiting for OLM after this long (Go duration: 90s, 10m, 1h).
+    #[arg(long, default_value = "10m", value_parser = duration)]
+    pub timeout: Duration,
+    /// Time between two looks at the cluster while waiting.
+    #[arg(long, default_value = "1s", value_parser = duration, hide = true)]
+    pub poll_interval: Duration,
+}
+
+impl WaitArgs {
+    pub(crate) fn settings(&self) -> WaitSettings {
+        WaitSettings {
+            timeout: self.timeout,
+            poll_interval: self.poll_interval.max(Duration::from_millis(20)),
+        }
+    }
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_go_duration("duration", s).map_err(|e| e.reason)
+}
+
+/// InstallPlan approval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ApprovalArg {
+    /// OLM installs and upgrades without asking.
+    #[default]
+    #[value(name = "Automatic", alias = "automatic")]
+    Automatic,
+    /// Every InstallPlan waits for `bundle-tool approve`.
+    #[value(name = "Manual", alias = "manual")]
+    Manual,
+}
+
+/// `grpcPodConfig.securityContextConfig` of the CatalogSource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SecurityContextArg {
+    /// Pod security "restricted" compatible (the catalog image must run as non-root).
+    Restricted,
+    /// OLM's legacy pod settings.
+    Legacy,
+}
 
 /// Arguments of `bundle-tool install`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Catalog image OLM serves the package from (tag or digest).
+    #[arg(long, value_name = "REF")]
+    pub catalog_image: String,
+    /// Package to install.
+    #[arg(long)]
+    pub package: String,
+    /// Channel to subscribe to (default: the package's default channel in --catalog-dir).
+    #[arg(long)]
+    pub channel: Option<String>,
+    /// Install namespace (default: the kubeconfig context's namespace).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// InstallPlan approval of the Subscription.
+    #[arg(long, value_enum, default_value_t = ApprovalArg::Automatic)]
+    pub approval: ApprovalArg,
+    /// First CSV to install (OLM then upgrades along the channel).
+    #[arg(long, value_name = "CSV")]
+    pub starting_csv: Option<String>,
+    /// Namespaces the operator watches (default: chosen from the CSV's install modes).
+    #[arg(long, value_delimiter = ',', value_name = "NS,...")]
+    pub target_namespaces: Option<Vec<String>>,
+    /// Local catalog the image was built from (for channels, install modes and upgrade paths;
+    /// default: ./catalog when it exists).
+    #[arg(long, value_name = "DIR")]
+    pub catalog_dir: Option<PathBuf>,
+    /// Write the manifests to stdout instead of applying them (for kubectl apply -f).
+    #[arg(long)]
+    pub print: bool,
+    /// Install through OLM v1 (ClusterCatalog + ClusterExtension) instead of OLM v0.
+    #[arg(long)]
+    pub olm_v1: bool,
+    /// Bundle directory of the version to install (OLM v1: to derive the installer RBAC and
+    /// check OLM v1 support when the catalog has no olm.bundle.object properties).
+    #[arg(long, value_name = "DIR")]
+    pub bundle_dir: Option<PathBuf>,
+    /// OLM v1: version or range to install (e.g. 0.2.0 or ">=0.2.0, <1.0.0").
+    #[arg(long, value_name = "RANGE")]
+    pub version_range: Option<String>,
+    /// OLM v1: go ahead even when the bundle has features OLM v1 rejects.
+    #[arg(long)]
+    pub force: bool,
+    /// CatalogSource / ClusterCatalog name (default: <package>-catalog).
+    #[arg(long, value_name = "NAME")]
+    pub catalog_source: Option<String>,
+    /// Subscription / ClusterExtension name (default: the package).
+    #[arg(long, value_name = "NAME")]
+    pub subscription: Option<String>,
+    /// Name of the OperatorGroup to create (default: the package).
+    #[arg(long, value_name = "NAME")]
+    pub operator_group: Option<String>,
+    /// OLM v1: installer ServiceAccount name (default: <package>-installer).
+    #[arg(long, value_name = "NAME")]
+    pub service_account: Option<String>,
+    /// CatalogSource display name.
+    #[arg(long)]
+    pub display_name: Option<String>,
+    /// CatalogSource publisher.
+    #[arg(long)]
+    pub publisher: Option<String>,
+    /// How often OLM polls the catalog image for a new digest (Go duration; ignored for
+    /// digest references).
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub registry_poll: String,
+    /// Pod security settings of the catalog pod.
+    #[arg(long, value_enum)]
+    pub security_context_config: Option<SecurityContextArg>,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// Loads `package` from `--catalog-dir`, or from ./catalog when it exists. A missing default
+/// catalog is not an error; a broken or explicitly named one is.
+pub(crate) fn load_catalog(
+    dir: Option<&Path>,
+    package: &str,
+) -> Result<Option<PackageView>, CmdError> {
+    let (dir, explicit) = match dir {
+        Some(d) => (d.to_path_buf(), true),
+        None => (PathBuf::from("catalog"), false),
+    };
+    if !explicit && !dir.is_dir() {
+        eprintln!(
+            "note: no local catalog (./catalog does not exist; pass --catalog-dir): channels, install modes and upgrade paths are not checked beforehand"
+        );
+        return Ok(None);
+    }
+    PackageView::load(&dir, package)
+        .map(Some)
+        .user_hint("pass --catalog-dir with the catalog the image was built from")
+}
+
+pub(crate) fn cluster_err(e: ClusterError) -> CmdError {
+    let hint = e.hint();
+    if e.is_user_error() {
+        let mut err = CmdError::user(e);
+        if let Some(h) = hint {
+            err = err.hint(h);
+        }
+        return err;
+    }
+    // Unexpected errors carry no hint lines, so the advice goes into the message.
+    match hint {
+        Some(h) => CmdError::unexpected(anyhow::Error::new(e).context(h)),
+        None => CmdError::unexpected(e),
+    }
+}
+
+pub(crate) fn olm_missing(e: OlmMissingError) -> CmdError {
+    match e {
+        OlmMissingError::Cluster(c) => cluster_err(c),
+        other => {
+            let hint = other.hint();
+            CmdError::user(other).hint(hint)
+        }
+    }
+}
+
+pub(crate) fn install_err(e: InstallError) -> CmdError {
+    match e {
+        InstallError::Plan(p) => {
+            let hint = p.hint();
+            let mut err = CmdError::user(p);
+            if let Some(h) = hint {
+                err = err.hint(h);
+            }
+            err
+        }
+        InstallError::OlmMissing(m) => olm_missing(m),
+        InstallError::Cluster(c) => cluster_err(c),
+    }
+}
+
+/// Prints progress events on stderr (next to a spinner when stderr is a terminal).
+pub(crate) fn event_printer(bar: &indicatif::ProgressBar) -> impl FnMut(Event<'_>) + '_ {
+    move |e| {
+        let line = match e {
+            Event::Note(n) => n.to_string(),
+            Event::Applied(what) => format!("applied {what}"),
+            Event::Progress(p) => p.to_string(),
+        };
+        bar.suspend(|| eprintln!("{line}"));
+        if let Event::Progress(p) = e {
+            bar.set_message(p.to_string());
+        }
+    }
+}
+
+/// Turns a final outcome into stdout/stderr output and an exit code. `what` names the action
+/// (`install`, `upgrade`, `approval`).
+pub(crate) async fn report_outcome(
+    outcome: Outcome,
+    what: &str,
+    cluster: &Cluster,
+    namespace: &str,
+) -> Result<(), CmdError> {
+    match outcome {
+        Outcome::Installed { csv } => {
+            eprintln!(
+                "{what} complete: {csv} is installed (phase Succeeded) in namespace {namespace}"
+            );
+            if let Some(table) = olmkit_cluster::status::csv_table_of(cluster, namespace, &csv)
+                .await
+                .map_err(cluster_err)?
+            {
+                print_data(&table).unexpected_err()?;
+            }
+            Ok(())
+        }
+        Outcome::Unchanged { csv } => {
+            if csv.is_empty() {
+                eprintln!("{what} done: nothing is installed yet");
+            } else {
+                eprintln!("{what} done: {csv} stays installed (no upgrade to perform)");
+            }
+            Ok(())
+        }
+        Outcome::AwaitingApproval { install_plan, csvs } => {
+            eprintln!(
+                "InstallPlan {install_plan} waits for approval to install {}",
+                csvs.join(", ")
+            );
+            eprintln!(
+                "next: bundle-tool approve --install-plan {install_plan} --namespace {namespace}"
+            );
+            Ok(())
+        }
+        Outcome::Failed(f) => {
+            let mut msg = f.summary.clone();
+            for d in &f.details {
+                msg.push_str("\n  ");
+                msg.push_str(d);
+            }
+            let mut err = CmdError::msg(msg);
+            for h in f.hints {
+                err = err.hint(h);
+            }
+            Err(err)
+        }
+        Outcome::TimedOut {
+            after,
+            last_seen,
+            hints,
+        } => {
+            let mut msg = format!(
+                "{what} did not finish within {}; last seen:",
+                humanize(after)
+            );
+            for l in &last_seen {
+                msg.push_str("\n  ");
+                msg.push_str(l);
+            }
+            let mut err = CmdError::msg(msg);
+            for h in hints {
+                err = err.hint(h);
+            }
+            Err(err.hint("rerun with a longer --timeout if OLM is just slow"))
+        }
+    }
+}
+
+fn humanize(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 60.0 && s.fract() == 0.0 && (s as u64).is_multiple_of(60) {
+        format!("{}m", s as u64 / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// The namespace: `--namespace`, else the kubeconfig context's, else `default` (offline).
+async fn namespace_for(args: &Args) -> String {
+    if let Some(ns) = &args.namespace {
+        return ns.clone();
+    }
+    match args.cluster.connect().await {
+        Ok(c) => c.default_namespace().to_string(),
+        Err(_) => "default".into(),
+    }
+}
+
+fn request(args: &Args, namespace: &str) -> InstallRequest {
+    InstallRequest {
+        catalog_image: args.catalog_image.clone(),
+        package: args.package.clone(),
+        channel: args.channel.clone(),
+        namespace: namespace.into(),
+        approval: match args.approval {
+            ApprovalArg::Automatic => Approval::Automatic,
+            ApprovalArg::Manual => Approval::Manual,
+        },
+        starting_csv: args.starting_csv.clone(),
+        target_namespaces: args.target_namespaces.clone(),
+        catalog_source_name: args.catalog_source.clone(),
+        subscription_name: args.subscription.clone(),
+        operator_group_name: args.operator_group.clone(),
+        display_name: args.display_name.clone(),
+        publisher: args.publisher.clone(),
+        poll_interval: args.registry_poll.clone(),
+        security_context_config: args.security_context_config.map(|s| match s {
+            SecurityContextArg::Restricted => "restricted".into(),
+            SecurityContextArg::Legacy => "legacy".into(),
+        }),
+    }
+}
 
 /// Runs the command.
-pub async fn run(_args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
-    Err(CmdError::msg(
-        "`install` is not available in this build yet",
-    ))
+pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
+    let catalog = load_catalog(args.catalog_dir.as_deref(), &args.package)?;
+    let namespace = namespace_for(&args).await;
+    if args.olm_v1 {
+        return run_v1(&args, g, catalog.as_ref(), &namespace).await;
+    }
+    let req = request(&args, &namespace);
+    if args.print {
+        let plan = plan_install(&req, catalog.as_ref(), None)
+            .map_err(|e| install_err(InstallError::Plan(e)))?;
+        for n in &plan.notes {
+            eprintln!("{n}");
+        }
+        eprintln!(
+            "note: OLM allows one OperatorGroup per namespace; drop the OperatorGroup below if {namespace} already has one that fits"
+        );
+        let yaml = render_yaml(&plan.objects).unexpected_err()?;
+        return print_data(&yaml).unexpected_err();
+    }
+    let cluster = args.cluster.connect().await?;
+    let bar = spinner(g, "waiting for OLM");
+    let mut printer = event_printer(&bar);
+    let result = install(
+        &cluster,
+        &req,
+        catalog.as_ref(),
+        args.wait.settings(),
+        &mut printer,
+    )
+    .await;
+    bar.finish_and_clear();
+    let (_plan, outcome) = result.map_err(install_err)?;
+    report_outcome(outcome, "install", &cluster, &namespace).await
+}
+
+async fn run_v1(
+    args: &Args,
+    g: &GlobalArgs,
+    catalog: Option<&PackageView>,
+    namespace: &str,
+) -> Result<(), CmdError> {
+    // The bundle that will be installed: --bundle-dir, else the catalog's channel head when it
+    // carries olm.bundle.object properties.
+    let facts = match (&args.bundle_dir, catalog) {
+        (Some(dir), _) => {
+            let b = olmkit_bundle::load_bundle_dir(dir).user_err()?;
+            BundleFacts::from_bundle_dir(&b).user_err()?
+        }
+        (None, Some(cat)) => {
+            let channel = args
+                .channel
+                .clone()
+                .unwrap_or_else(|| cat.default_channel.clone());
+            let head = cat.head(&channel).ok_or_else(|| {
+                CmdError::msg(format!(
+                    "channel {channel:?} of package {} has no single head in the local catalog",
+                    cat.name
+                ))
+            })?;
+            let bundle = cat
+                .bundle(&head)
+                .ok_or_else(|| CmdError::msg(format!("bundle {head} is not in the catalog")))?;
+            BundleFacts::from_catalog_bundle(bundle, None).user_hint(
+                "pass --bundle-dir with the bundle directory of the version to install",
+            )?
+        }
+        (None, None) => {
+            return Err(CmdError::msg(
+                "--olm-v1 needs the bundle to derive the installer's RBAC: pass --bundle-dir (or --catalog-dir with olm.bundle.object properties)",
+            ));
+        }
+    };
+    let report = check_olmv1_support(&facts);
+    if !report.findings.is_empty() {
+        eprint!("{}", report.render_text());
+    }
+    if report.has_errors() && !args.force {
+        return Err(CmdError::msg(format!(
+            "OLM v1 cannot install {} as it is (see the errors above)",
+            facts.csv_name()
+        ))
+        .hint(
+            "fix the bundle, install with OLM v0 (without --olm-v1), or pass --force to try anyway",
+        ));
+    }
+    let name = args
+        .subscription
+        .clone()
+        .unwrap_or_else(|| args.package.clone());
+    let params = V1Params {
+        extension_name: name.clone(),
+        package: args.package.clone(),
+        namespace: namespace.into(),
+        catalog_name: args
+            .catalog_source
+            .clone()
+            .unwrap_or_else(|| format!("{}-catalog", args.package)),
+        catalog_image: args.catalog_image.clone(),
+        poll_interval_minutes: Some(
+            parse_go_duration("--registry-poll", &args.registry_poll)
+                .user_err()?
+                .as_secs()
+                .div_ceil(60)
+                .max(1),
+        ),
+        channel: args.channel.clone(),
+        version: args.version_range.clone(),
+        service_account: args
+            .service_account
+            .clone()
+            .unwrap_or_else(|| format!("{name}-installer")),
+    };
+    for (what, v) in [("--namespace", params.namespace.as_str())] {
+        olmkit_cluster::names::check_dns1123_label(what, v).user_err()?;
+    }
+    for (what, v) in [
+        ("--subscription", params.extension_name.as_str()),
+        ("--catalog-source", params.catalog_name.as_str()),
+        ("--service-account", params.service_account.as_str()),
+        ("--package", params.package.as_str()),
+    ] {
+        olmkit_cluster::names::check_dns1123_subdomain(what, v).user_err()?;
+    }
+    olmkit_cluster::names::check_image_ref("--catalog-image", &params.catalog_image).user_err()?;
+    let objects = v1_manifests(&params, &facts);
+    eprintln!(
+        "installer ServiceAccount {namespace}/{}: RBAC derived from {} ({} cluster rule(s), {} namespace rule(s))",
+        params.service_account,
+        facts.origin,
+        objects
+            .iter()
+            .find(|o| o["kind"] == "ClusterRole")
+            .and_then(|o| o["rules"].as_array().map(Vec::len))
+            .unwrap_or(0),
+        objects
+            .iter()
+            .find(|o| o["kind"] == "Role")
+            .and_then(|o| o["rules"].as_array().map(Vec::len))
+            .unwrap_or(0),
+    );
+    if args.print {
+        let yaml = render_yaml(&objects).unexpected_err()?;
+        return print_data(&yaml).unexpected_err();
+    }
+    let cluster = args.cluster.connect().await?;
+    let bar = spinner(g, "waiting for OLM v1");
+    let mut printer = event_printer(&bar);
+    let result = install_v1(&cluster, &objects, args.wait.settings(), &mut printer).await;
+    bar.finish_and_clear();
+    match result.map_err(install_err)? {
+        Outcome::Installed { csv } => {
+            eprintln!("install complete: ClusterExtension {name} installed bundle {csv}");
+            print_data(&format!("{name}\t{csv}\n")).unexpected_err()
+        }
+        other => report_outcome(other, "install", &cluster, namespace).await,
+    }
 }

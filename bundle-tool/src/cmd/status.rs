@@ -1,13 +1,72 @@
-//! `bundle-tool status` (being built; owned by its issue).
+//! `bundle-tool status`: Subscriptions, InstallPlans and CSVs like `kubectl get csv`, with
+//! each Subscription's channel and next upgrade (from OLM, or from the local catalog).
 
-use crate::exit::CmdError;
-use crate::output::GlobalArgs;
+use crate::cmd::install::{ClusterArgs, cluster_err};
+use crate::exit::{CmdError, ResultExt};
+use crate::output::{GlobalArgs, OutputFormat, print_data};
+use olmkit_cluster::catalog_view::CatalogView;
+use olmkit_cluster::status::{UpgradeOracle, build_report, gather, render_json, render_text};
+use std::path::PathBuf;
 
 /// Arguments of `bundle-tool status`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Namespace (default: the kubeconfig context's namespace).
+    #[arg(short = 'n', long, conflicts_with = "all_namespaces")]
+    pub namespace: Option<String>,
+    /// Every namespace.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// Local catalog, to show the next upgrade of each Subscription (default: ./catalog when
+    /// it exists).
+    #[arg(long, value_name = "DIR")]
+    pub catalog_dir: Option<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
 
 /// Runs the command.
-pub async fn run(_args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
-    Err(CmdError::msg("`status` is not available in this build yet"))
+pub async fn run(args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
+    let catalog = match &args.catalog_dir {
+        Some(d) => Some(
+            CatalogView::load(d)
+                .user_hint("pass --catalog-dir with the catalog the image was built from")?,
+        ),
+        None if PathBuf::from("catalog").is_dir() => {
+            CatalogView::load(&PathBuf::from("catalog")).ok()
+        }
+        None => None,
+    };
+    let cluster = args.cluster.connect().await?;
+    cluster
+        .check_olm_v0()
+        .await
+        .map_err(crate::cmd::install::olm_missing)?;
+    let namespace = if args.all_namespaces {
+        None
+    } else {
+        Some(
+            args.namespace
+                .clone()
+                .unwrap_or_else(|| cluster.default_namespace().to_string()),
+        )
+    };
+    let (subs, ips, csvs) = gather(&cluster, namespace.as_deref())
+        .await
+        .map_err(cluster_err)?;
+    let report = build_report(
+        namespace.as_deref(),
+        subs,
+        ips,
+        csvs,
+        catalog.as_ref().map(|c| c as &dyn UpgradeOracle),
+    );
+    let text = match args.output {
+        OutputFormat::Text => render_text(&report),
+        OutputFormat::Json => render_json(&report),
+    };
+    print_data(&text).unexpected_err()
 }

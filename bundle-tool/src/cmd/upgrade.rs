@@ -1,15 +1,123 @@
-//! `bundle-tool upgrade` (being built; owned by its issue).
+//! `bundle-tool upgrade`: switch a Subscription to another channel, after saying from the local
+//! catalog which CSV the switch leads to (and refusing a switch that would do nothing).
 
+use crate::cmd::install::{
+    ClusterArgs, WaitArgs, cluster_err, event_printer, load_catalog, olm_missing, report_outcome,
+};
 use crate::exit::CmdError;
-use crate::output::GlobalArgs;
+use crate::output::{GlobalArgs, spinner};
+use olmkit_cluster::olm::{Subscription, subscription_resource};
+use olmkit_cluster::upgrade::{ChangeError, SwitchPlan, SwitchRequest, switch_channel};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
 
 /// Arguments of `bundle-tool upgrade`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Channel to switch to.
+    #[arg(long)]
+    pub channel: String,
+    /// Subscription to switch (default: the only one in the namespace).
+    #[arg(long, value_name = "NAME")]
+    pub subscription: Option<String>,
+    /// Namespace (default: the kubeconfig context's namespace).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// Local catalog (default: ./catalog when it exists).
+    #[arg(long, value_name = "DIR")]
+    pub catalog_dir: Option<PathBuf>,
+    /// Do not ask for confirmation.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Switch even when the catalog shows no upgrade path from the installed CSV.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+pub(crate) fn change_err(e: ChangeError) -> CmdError {
+    match e {
+        ChangeError::Plan(p) => {
+            let hint = p.hint();
+            let mut err = CmdError::user(p);
+            if let Some(h) = hint {
+                err = err.hint(h);
+            }
+            err
+        }
+        ChangeError::OlmMissing(m) => olm_missing(m),
+        ChangeError::Cluster(c) => cluster_err(c),
+    }
+}
+
+fn confirm(yes: bool) -> impl FnMut(&SwitchPlan) -> bool {
+    move |_plan| {
+        if yes {
+            return true;
+        }
+        if !std::io::stdin().is_terminal() {
+            return false;
+        }
+        eprint!("Switch the channel? [y/N] ");
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut line);
+        matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes")
+    }
+}
 
 /// Runs the command.
-pub async fn run(_args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
-    Err(CmdError::msg(
-        "`upgrade` is not available in this build yet",
-    ))
+pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
+    let cluster = args.cluster.connect().await?;
+    let namespace = args
+        .namespace
+        .clone()
+        .unwrap_or_else(|| cluster.default_namespace().to_string());
+    // The package comes from the Subscription, so the catalog is loaded once it is known.
+    cluster.check_olm_v0().await.map_err(olm_missing)?;
+    let subs: Vec<Subscription> = cluster
+        .list(&subscription_resource(), Some(&namespace))
+        .await
+        .map_err(cluster_err)?;
+    let package = olmkit_cluster::upgrade::choose_subscription(
+        &subs,
+        args.subscription.as_deref(),
+        &namespace,
+    )
+    .map_err(|e| change_err(ChangeError::Plan(e)))?
+    .spec
+    .name
+    .clone();
+    let catalog = load_catalog(args.catalog_dir.as_deref(), &package)?;
+    let bar = spinner(g, "waiting for OLM");
+    let mut printer = event_printer(&bar);
+    let interactive = !args.yes && std::io::stdin().is_terminal();
+    let mut confirm = confirm(args.yes);
+    let result = switch_channel(
+        &cluster,
+        &SwitchRequest {
+            namespace: &namespace,
+            subscription: args.subscription.as_deref(),
+            to_channel: &args.channel,
+            catalog: catalog.as_ref(),
+            force: args.force,
+            settings: args.wait.settings(),
+        },
+        &mut |p| bar.suspend(|| confirm(p)),
+        &mut printer,
+    )
+    .await;
+    bar.finish_and_clear();
+    let (_plan, outcome) = result.map_err(change_err)?;
+    match outcome {
+        Some(o) => report_outcome(o, "upgrade", &cluster, &namespace).await,
+        None if interactive => Err(CmdError::msg("channel switch cancelled")),
+        None => Err(
+            CmdError::msg("not switching without confirmation (stdin is not a terminal)")
+                .hint("pass --yes to switch without asking"),
+        ),
+    }
 }

@@ -128,10 +128,16 @@ pub enum PlanInstallError {
     },
     /// No OperatorGroup fits.
     #[error(transparent)]
-    OperatorGroup(#[from] ChooseOperatorGroupError),
+    OperatorGroup(Box<ChooseOperatorGroupError>),
     /// The existing OperatorGroup cannot be reproduced.
     #[error(transparent)]
     Selector(#[from] SelectorTargetsError),
+}
+
+impl From<ChooseOperatorGroupError> for PlanInstallError {
+    fn from(e: ChooseOperatorGroupError) -> Self {
+        PlanInstallError::OperatorGroup(Box::new(e))
+    }
 }
 
 impl PlanInstallError {

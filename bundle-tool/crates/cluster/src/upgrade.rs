@@ -348,19 +348,39 @@ pub enum ChangeError {
     Cluster(#[from] ClusterError),
 }
 
+/// What `upgrade` was asked to do.
+#[derive(Clone, Copy, Debug)]
+pub struct SwitchRequest<'a> {
+    /// Namespace of the Subscription.
+    pub namespace: &'a str,
+    /// Subscription name (None: the only one of the namespace).
+    pub subscription: Option<&'a str>,
+    /// Channel to switch to.
+    pub to_channel: &'a str,
+    /// Local catalog of the package.
+    pub catalog: Option<&'a PackageView>,
+    /// Switch even without an upgrade path.
+    pub force: bool,
+    /// Waiting.
+    pub settings: WaitSettings,
+}
+
 /// Switches the channel after `confirm` accepts the plan; returns the plan and, when confirmed,
 /// the outcome.
 pub async fn switch_channel(
     cluster: &Cluster,
-    namespace: &str,
-    subscription: Option<&str>,
-    to_channel: &str,
-    catalog: Option<&PackageView>,
-    force: bool,
-    settings: WaitSettings,
+    req: &SwitchRequest<'_>,
     confirm: &mut dyn FnMut(&SwitchPlan) -> bool,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<(SwitchPlan, Option<Outcome>), ChangeError> {
+    let SwitchRequest {
+        namespace,
+        subscription,
+        to_channel,
+        catalog,
+        force,
+        settings,
+    } = *req;
     cluster.check_olm_v0().await?;
     let subs: Vec<Subscription> = cluster
         .list(&subscription_resource(), Some(namespace))

@@ -86,7 +86,8 @@ pub fn describe_v1(
         for t in ["Installed", "Progressing"] {
             if let Some(c) = condition(&e.status.conditions, t) {
                 let mut p = format!("{t}={} ({})", c.status, c.reason);
-                if !c.message.is_empty() && !(t == "Installed" && c.is_true()) {
+                let success_message = t == "Installed" && c.is_true();
+                if !c.message.is_empty() && !success_message {
                     p.push_str(&format!(": {}", c.message));
                 }
                 parts.push(p);

@@ -192,7 +192,7 @@ pub fn installer_rules(p: &V1Params, facts: &BundleFacts) -> (Vec<Value>, Vec<Va
         &["olm.operatorframework.io"],
         &["clusterextensions/finalizers"],
         &["update"],
-        &[p.extension_name.clone()],
+        std::slice::from_ref(&p.extension_name),
     ));
     let crds: BTreeSet<String> = facts.crds().map(|c| c.name().to_string()).collect();
     cluster.extend(manage_named(

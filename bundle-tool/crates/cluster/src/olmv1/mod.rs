@@ -57,6 +57,8 @@ pub struct BundleFacts {
     /// FBC properties (dependencies appear here as `olm.gvk.required`, `olm.package.required`,
     /// `olm.constraint`).
     pub properties: Vec<Property>,
+    /// The file the dependencies come from (`metadata/dependencies.yaml`), when known.
+    pub dependencies_file: Option<String>,
 }
 
 /// A bundle could not be read for OLM v1.
@@ -117,6 +119,10 @@ impl BundleFacts {
             csv,
             objects,
             properties: rendered.properties,
+            dependencies_file: dir
+                .dependencies
+                .as_ref()
+                .map(|_| "metadata/dependencies.yaml".to_string()),
         })
     }
 
@@ -168,6 +174,7 @@ impl BundleFacts {
             csv,
             objects,
             properties: bundle.properties.clone(),
+            dependencies_file: file.map(String::from),
         })
     }
 

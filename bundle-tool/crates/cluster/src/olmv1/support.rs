@@ -127,8 +127,17 @@ pub fn check_olmv1_support(facts: &BundleFacts) -> Report {
                         serde_json::to_string(&p.value).unwrap_or_default()
                     ),
                 )
-                .file(facts.origin.clone())
-                .path("properties")
+                .file(
+                    facts
+                        .dependencies_file
+                        .clone()
+                        .unwrap_or_else(|| facts.csv_file()),
+                )
+                .path(if facts.dependencies_file.as_deref() == Some("metadata/dependencies.yaml") {
+                    "dependencies"
+                } else {
+                    "properties"
+                })
                 .hint("install the dependency separately and drop it from metadata/dependencies.yaml and the CSV's required APIs"),
             );
         }
