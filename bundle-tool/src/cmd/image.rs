@@ -224,13 +224,17 @@ pub struct CatalogArgs {
     /// Build an image with the catalog and its label only (no server, no entrypoint).
     #[arg(long)]
     pub configs_only: bool,
+    /// Precomputed serving index (`bundle-tool catalog index`), installed at /index so the
+    /// server starts without scanning the catalog.
+    #[arg(long)]
+    pub index: Option<PathBuf>,
     /// Static grpc_health_probe binary for OLM's exec probes (installed at /bin/grpc_health_probe).
     #[arg(long, requires = "server", conflicts_with = "health_probe_symlink")]
     pub health_probe: Option<PathBuf>,
     /// Link /bin/grpc_health_probe to the server (for a server that answers to that name).
     #[arg(long, requires = "server")]
     pub health_probe_symlink: bool,
-    /// Server argument (the image CMD), repeatable; default: serve /configs --port 50051.
+    /// Server argument (the image CMD), repeatable; default: /configs --port 50051.
     #[arg(
         long = "server-arg",
         value_name = "ARG",
@@ -318,7 +322,10 @@ pub struct CatalogDockerfileArgs {
     /// Path of a static grpc_health_probe in the build context.
     #[arg(long)]
     pub health_probe: Option<String>,
-    /// Server argument (CMD), repeatable; default: serve /configs --port 50051.
+    /// Path of a precomputed serving index in the build context (copied to /index).
+    #[arg(long)]
+    pub index: Option<String>,
+    /// Server argument (CMD), repeatable; default: /configs --port 50051.
     #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub server_args: Vec<String>,
     /// Extra LABEL, KEY=VALUE (repeatable).
@@ -628,6 +635,7 @@ async fn build(cmd: BuildCommand, g: &GlobalArgs) -> Result<(), CmdError> {
             inputs.oci = a.oci.oci();
             inputs.labels = a.oci.extra()?;
             inputs.platform = platform(&a.platform)?;
+            inputs.index = a.index.clone();
             if let Some(server) = &a.server {
                 let mut s = CatalogServer::new(server);
                 if !a.server_args.is_empty() {
@@ -780,6 +788,7 @@ fn dockerfile_cmd(cmd: DockerfileCommand) -> Result<(), CmdError> {
     };
     let text = catalog_dockerfile(&CatalogDockerfile {
         configs_dir: a.configs_dir.clone(),
+        index: a.index.clone(),
         base,
         labels,
     });

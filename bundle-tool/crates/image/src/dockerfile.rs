@@ -13,7 +13,7 @@
 //! tests and [`bundle_dockerfile_drift`] can compare a Dockerfile with an image.
 
 use crate::images::{
-    CATALOG_PORT, CATALOG_SERVER_PATH, CONFIGS_DIR, CONFIGS_LABEL, HEALTH_PROBE_PATH,
+    CATALOG_PORT, CATALOG_SERVER_PATH, CONFIGS_DIR, CONFIGS_LABEL, HEALTH_PROBE_PATH, INDEX_PATH,
 };
 use crate::tree::Owner;
 use std::collections::BTreeMap;
@@ -82,6 +82,8 @@ impl CatalogBase {
 pub struct CatalogDockerfile {
     /// Path of the FBC directory in the build context (e.g. `catalog`).
     pub configs_dir: String,
+    /// Path of a precomputed serving index in the build context, copied to `/index`.
+    pub index: Option<String>,
     /// Base and server.
     pub base: CatalogBase,
     /// Extra labels (e.g. `org.opencontainers.image.*`).
@@ -148,6 +150,9 @@ pub fn catalog_dockerfile(opts: &CatalogDockerfile) -> String {
     }
     out.push_str("\n# The declarative config root, where the label below says it is.\n");
     out.push_str(&format!("ADD {} {CONFIGS_DIR}\n", opts.configs_dir));
+    if let Some(i) = &opts.index {
+        out.push_str(&format!("COPY {i} {INDEX_PATH}\n"));
+    }
     let mut labels = opts.labels.clone();
     labels.insert(CONFIGS_LABEL.into(), CONFIGS_DIR.into());
     for (k, v) in &labels {
@@ -350,12 +355,14 @@ mod tests {
     fn catalog_dockerfiles() {
         let df = catalog_dockerfile(&CatalogDockerfile {
             configs_dir: "catalog".into(),
+            index: None,
             base: CatalogBase::server("catalog-server"),
             labels: BTreeMap::new(),
         });
         insta::assert_snapshot!("catalog_dockerfile_server", df);
         let opm = catalog_dockerfile(&CatalogDockerfile {
             configs_dir: "catalog".into(),
+            index: None,
             base: CatalogBase::opm(),
             labels: BTreeMap::new(),
         });

@@ -36,6 +36,8 @@ pub const CONFIGS_LABEL: &str = "operators.operatorframework.io.index.configs.v1
 pub const CONFIGS_DIR: &str = "/configs";
 /// Where the catalog server goes inside a catalog image.
 pub const CATALOG_SERVER_PATH: &str = "/bin/catalog-server";
+/// Where a precomputed catalog index goes (next to `/configs`, where the server looks).
+pub const INDEX_PATH: &str = "/index";
 /// The health probe OLM execs in catalog pods.
 pub const HEALTH_PROBE_PATH: &str = "/bin/grpc_health_probe";
 /// Port OLM connects to in catalog pods.
@@ -369,7 +371,7 @@ pub struct CatalogServer {
 }
 
 impl CatalogServer {
-    /// `serve /configs --port 50051` with the given binary and no probe.
+    /// `/configs --port 50051` with the given binary and no probe.
     pub fn new(binary: impl Into<PathBuf>) -> Self {
         Self {
             binary: binary.into(),
@@ -380,10 +382,10 @@ impl CatalogServer {
     }
 }
 
-/// `serve /configs --port 50051`.
+/// `/configs --port 50051`: the arguments of the `catalog-server` binary (`bundle-tool serve`
+/// takes the same after its subcommand).
 pub fn default_server_args() -> Vec<String> {
     vec![
-        "serve".into(),
         CONFIGS_DIR.into(),
         "--port".into(),
         CATALOG_PORT.to_string(),
@@ -395,6 +397,9 @@ pub fn default_server_args() -> Vec<String> {
 pub struct CatalogImageInputs {
     /// Root of the File-Based Catalog.
     pub configs_dir: PathBuf,
+    /// A precomputed serving index (`bundle-tool catalog index`), installed at [`INDEX_PATH`],
+    /// where the catalog server looks for it (`<configs>/../index`) to start without scanning.
+    pub index: Option<PathBuf>,
     /// The server; `None` builds an image with only the FBC and its label (to be served by
     /// another image, or while no static server is available).
     pub server: Option<CatalogServer>,
@@ -415,6 +420,7 @@ impl CatalogImageInputs {
     pub fn new(configs_dir: impl Into<PathBuf>, created: jiff::Timestamp) -> Self {
         Self {
             configs_dir: configs_dir.into(),
+            index: None,
             server: None,
             user: Owner::NONROOT,
             oci: OciLabels::default(),
@@ -425,8 +431,11 @@ impl CatalogImageInputs {
     }
 }
 
-/// The layer holding the FBC at `/configs`.
-pub fn configs_layer(configs_dir: &Path) -> Result<LayerSpec, BuildImageError> {
+/// The layer holding the FBC at `/configs` (and its index at `/index`, derived from it).
+pub fn configs_layer(
+    configs_dir: &Path,
+    index: Option<&Path>,
+) -> Result<LayerSpec, BuildImageError> {
     let mut tree = FileTree::new();
     tree.add_host_dir(CONFIGS_DIR, configs_dir)?;
     if tree.len() <= 1 {
@@ -435,15 +444,17 @@ pub fn configs_layer(configs_dir: &Path) -> Result<LayerSpec, BuildImageError> {
             reason: "the catalog directory is empty".into(),
         });
     }
-    Ok(LayerSpec {
-        tree,
-        created_by: format!("bundle-tool: File-Based Catalog at {CONFIGS_DIR}"),
-    })
+    let mut created_by = format!("bundle-tool: File-Based Catalog at {CONFIGS_DIR}");
+    if let Some(i) = index {
+        tree.add_file(INDEX_PATH, read_input(i)?, FILE_MODE)?;
+        created_by.push_str(&format!(", index at {INDEX_PATH}"));
+    }
+    Ok(LayerSpec { tree, created_by })
 }
 
 /// Builds the catalog image.
 pub fn build_catalog_image(inputs: &CatalogImageInputs) -> Result<Image, BuildImageError> {
-    let configs = configs_layer(&inputs.configs_dir)?;
+    let configs = configs_layer(&inputs.configs_dir, inputs.index.as_deref())?;
     let oci = inputs.oci.to_map(inputs.created);
     let mut labels = oci.clone();
     merge_labels(&mut labels, &inputs.labels)?;

@@ -83,6 +83,7 @@ pub struct PushOptions {
 
 /// What a push did.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PushReport {
     /// The target, normalized (`registry/repository:tag`).
     pub reference: String,
