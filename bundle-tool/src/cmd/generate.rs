@@ -270,13 +270,15 @@ fn bundle(a: &BundleArgs, g: &GlobalArgs) -> Result<(), CmdError> {
             );
         }
         OutputFormat::Json => {
+            let validation: serde_json::Value =
+                serde_json::from_str(&report.render_json()).unexpected_err()?;
             let v = serde_json::json!({
                 "package": generated.package,
                 "csvName": generated.csv_name,
                 "outputDir": out_dir.display().to_string(),
                 "files": generated.files.keys().map(|p| p.display().to_string()).collect::<Vec<_>>(),
                 "notes": generated.notes,
-                "validation": report,
+                "validation": validation,
             });
             let mut s = serde_json::to_string_pretty(&v).unexpected_err()?;
             s.push('\n');

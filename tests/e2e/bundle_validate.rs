@@ -1,0 +1,181 @@
+//! `bundle-tool validate` through the real binary: all real bundles pass, broken bundles fail
+//! with every problem reported in one run (text and JSON), unreadable bundles are reported
+//! without stopping the others, and `--previous` checks upgrades.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")
+}
+
+fn bt() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_bundle-tool"));
+    c.env_remove("RUST_LOG");
+    c
+}
+
+fn real_bundles() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for op in [
+        "authorino-operator",
+        "node-healthcheck-operator",
+        "skupper-operator",
+    ] {
+        for e in std::fs::read_dir(fixtures().join("real-bundles").join(op)).unwrap() {
+            let p = e.unwrap().path();
+            if p.join("manifests").is_dir() {
+                v.push(p);
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+#[test]
+fn every_real_bundle_passes_in_one_run() {
+    let dirs = real_bundles();
+    assert_eq!(dirs.len(), 29);
+    let out = bt()
+        .arg("validate")
+        .args(&dirs)
+        .args(["--select-optional", "suite=all", "-o", "json"])
+        .assert()
+        .success();
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(report["valid"], true);
+    assert_eq!(report["errors"], 0);
+    assert!(
+        report["warnings"].as_u64().unwrap() > 0,
+        "real bundles have known warnings"
+    );
+    bt().arg("validate")
+        .args(&dirs)
+        .assert()
+        .success()
+        .stdout(predicates::str::ends_with("0 error(s), 11 warning(s)\n"));
+}
+
+#[test]
+fn broken_bundles_report_every_problem_with_rule_file_and_path() {
+    let broken = fixtures().join("bundle/broken");
+    let out = bt()
+        .arg("validate")
+        .arg(broken.join("many-errors"))
+        .arg(broken.join("unparsable"))
+        .args(["--output", "json"])
+        .assert()
+        .code(1);
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(report["valid"], false);
+    let findings = report["findings"].as_array().unwrap();
+    let rules: BTreeSet<&str> = findings
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    for r in [
+        "bundle-default-channel",
+        "bundle-load",
+        "crd-versions",
+        "csv-install-modes",
+        "csv-replaces",
+        "csv-skip-range",
+        "dockerfile-labels",
+        "manifest-kind",
+    ] {
+        assert!(rules.contains(r), "{r} missing from {rules:?}");
+    }
+    for f in findings {
+        assert!(
+            f["file"].as_str().is_some_and(|s| s.contains("broken/")),
+            "{f}"
+        );
+    }
+    let replaces = findings
+        .iter()
+        .find(|f| f["rule"] == "csv-replaces")
+        .unwrap();
+    assert_eq!(replaces["path"], "spec.replaces");
+    assert!(
+        replaces["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("many-errors/manifests/memcached-operator.clusterserviceversion.yaml")
+    );
+    assert_eq!(replaces["severity"], "error");
+
+    bt().arg("validate")
+        .arg(broken.join("many-errors"))
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("error[csv-replaces] "))
+        .stdout(predicates::str::contains(
+            "  hint: use memcached-operator.v<previous version>",
+        ))
+        .stdout(predicates::str::is_match(r"\d+ error\(s\), \d+ warning\(s\)\n$").unwrap());
+}
+
+#[test]
+fn a_missing_bundle_is_a_finding_and_bad_flags_are_user_errors() {
+    let good = fixtures().join("real-bundles/skupper-operator/1.8.1");
+    bt().arg("validate")
+        .arg("/nonexistent/bundle")
+        .arg(&good)
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains(
+            "error[bundle-load] /nonexistent/bundle",
+        ))
+        .stdout(predicates::str::contains("hint:"));
+    bt().arg("validate")
+        .arg(&good)
+        .args(["--select-optional", "suite=nope"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "error: --select-optional suite=nope",
+        ))
+        .stderr(predicates::str::contains(
+            "hint: use --select-optional suite=operatorhub",
+        ));
+    // clap's own usage errors.
+    bt().arg("validate").assert().code(2);
+}
+
+#[test]
+fn previous_bundle_upgrade_checks() {
+    let a = fixtures().join("real-bundles/authorino-operator");
+    bt().arg("validate")
+        .arg(a.join("0.13.0"))
+        .arg("--previous")
+        .arg(a.join("0.12.0"))
+        .assert()
+        .success()
+        .stdout("0 error(s), 0 warning(s)\n");
+    bt().arg("validate")
+        .arg(a.join("0.4.0"))
+        .arg("--previous")
+        .arg(a.join("0.0.1"))
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("warning[crd-upgrade]"))
+        .stdout(predicates::str::contains("spec.listener becomes required"));
+    // Going backwards is an error.
+    bt().arg("validate")
+        .arg(a.join("0.12.0"))
+        .arg("--previous")
+        .arg(a.join("0.13.0"))
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("error[upgrade-edge]"));
+    bt().arg("validate")
+        .arg(a.join("0.13.0"))
+        .arg("--previous")
+        .arg("/nonexistent")
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("hint: --previous must be"));
+}
