@@ -167,22 +167,22 @@ fn bundle_source(args: &Args, opts: &RenderOptions) -> Result<BundlesByImage, Cm
 /// Runs the command.
 pub async fn run(args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
     let cfg = render_inputs(&args)?;
-    write_streaming(&cfg, args.output.into())
+    write_streaming(cfg, args.output.into())
 }
 
-/// Writes blobs to stdout in chunks, so that a 1.6 GB catalog is never held twice in memory.
-pub fn write_streaming(cfg: &DeclarativeConfig, format: WriteFormat) -> Result<(), CmdError> {
-    let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
-    for blob in declcfg::write::ordered_blobs(cfg) {
-        declcfg::write::write_blob(&mut buf, &blob, format).unexpected_err()?;
-        if buf.len() >= 1 << 20 {
-            flush(&mut buf)?;
-        }
-    }
-    flush(&mut buf)
-}
-
-fn flush(buf: &mut Vec<u8>) -> Result<(), CmdError> {
-    let text = String::from_utf8(std::mem::take(buf)).unexpected_err()?;
-    print_data(&text).unexpected_err()
+/// Writes blobs to stdout package by package (rendered in parallel), so that a 1.6 GB catalog
+/// is never held twice in memory.
+pub fn write_streaming(cfg: DeclarativeConfig, format: WriteFormat) -> Result<(), CmdError> {
+    declcfg::write::write_config_parallel(cfg, format, |chunk: Vec<u8>| {
+        let text =
+            String::from_utf8(chunk).map_err(|e| olmkit_core::docs::RenderDocumentError {
+                what: "catalog".into(),
+                message: e.to_string(),
+            })?;
+        print_data(&text).map_err(|e| olmkit_core::docs::RenderDocumentError {
+            what: "stdout".into(),
+            message: e.to_string(),
+        })
+    })
+    .unexpected_err()
 }

@@ -290,6 +290,69 @@ pub fn write_config<W: Write>(
     Ok(())
 }
 
+/// Splits a config into one config per package (sorted by name; blobs of no package last, in
+/// a config named "").
+pub fn split_by_package(cfg: DeclarativeConfig) -> Vec<(String, DeclarativeConfig)> {
+    let mut groups: BTreeMap<String, DeclarativeConfig> = BTreeMap::new();
+    for p in cfg.packages {
+        groups.entry(p.name.clone()).or_default().packages.push(p);
+    }
+    for c in cfg.channels {
+        groups
+            .entry(c.package.clone())
+            .or_default()
+            .channels
+            .push(c);
+    }
+    for b in cfg.bundles {
+        groups.entry(b.package.clone()).or_default().bundles.push(b);
+    }
+    for d in cfg.deprecations {
+        groups
+            .entry(d.package.clone())
+            .or_default()
+            .deprecations
+            .push(d);
+    }
+    for o in cfg.others {
+        groups.entry(o.package.clone()).or_default().others.push(o);
+    }
+    let unowned = groups.remove("");
+    let mut out: Vec<(String, DeclarativeConfig)> = groups.into_iter().collect();
+    if let Some(u) = unowned {
+        out.push((String::new(), u));
+    }
+    out
+}
+
+/// Writes a config in opm's order, rendering packages in parallel (a few at a time, so that
+/// memory stays bounded) and handing the bytes to `sink` in order. Consumes the config so
+/// that each package is freed as soon as it is written.
+pub fn write_config_parallel<E: From<RenderDocumentError>>(
+    cfg: DeclarativeConfig,
+    format: WriteFormat,
+    mut sink: impl FnMut(Vec<u8>) -> Result<(), E>,
+) -> Result<(), E> {
+    use rayon::prelude::*;
+    let groups = split_by_package(cfg);
+    let batch = rayon::current_num_threads().max(1) * 2;
+    let mut iter = groups.into_iter().peekable();
+    while iter.peek().is_some() {
+        let chunk: Vec<(String, DeclarativeConfig)> = iter.by_ref().take(batch).collect();
+        let rendered: Vec<Result<Vec<u8>, RenderDocumentError>> = chunk
+            .into_par_iter()
+            .map(|(_, c)| {
+                let mut buf = Vec::new();
+                write_config(&mut buf, &c, format).map(|()| buf)
+            })
+            .collect();
+        for r in rendered {
+            sink(r?)?;
+        }
+    }
+    Ok(())
+}
+
 /// Renders a whole config, ordered like opm, to a string.
 pub fn render_config(
     cfg: &DeclarativeConfig,
@@ -326,6 +389,27 @@ mod tests {
         let got = render_config(&cfg, WriteFormat::JsonLines).unwrap();
         let want = std::fs::read_to_string(dir.join("expected_all.json")).unwrap();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn parallel_writer_gives_the_same_bytes() {
+        for dir in [
+            "valid/opm-list-index",
+            "valid/opm-index-declcfgs-latest",
+            "valid/opm-fbc-dir-webhook-operator",
+        ] {
+            let cfg = load_dir(&fixtures().join(dir), &LoadOptions::default()).unwrap();
+            for format in [WriteFormat::Json, WriteFormat::Yaml, WriteFormat::JsonLines] {
+                let want = render_config(&cfg, format).unwrap().into_bytes();
+                let mut got = Vec::new();
+                write_config_parallel::<RenderDocumentError>(cfg.clone(), format, |b| {
+                    got.extend(b);
+                    Ok(())
+                })
+                .unwrap();
+                assert_eq!(got, want, "{dir} {format:?}");
+            }
+        }
     }
 
     #[test]
