@@ -266,6 +266,16 @@ impl AnyMemcached {
     }
 }
 
+impl serde::Serialize for AnyMemcached {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AnyMemcached::V1alpha1(o) => o.serialize(serializer),
+            AnyMemcached::V1beta1(o) => o.serialize(serializer),
+            AnyMemcached::V1(o) => o.serialize(serializer),
+        }
+    }
+}
+
 impl From<crate::v1alpha1::Memcached> for AnyMemcached {
     fn from(o: crate::v1alpha1::Memcached) -> Self {
         AnyMemcached::V1alpha1(o)
@@ -343,6 +353,68 @@ pub fn convert_json(
     let converted = AnyMemcached::from_json_as(object, source)?.convert(target);
     Ok(Converted {
         object: converted.object.to_json()?,
+        warnings: converted.warnings,
+    })
+}
+
+/// The fields that say what an object is, read without building the rest.
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+    #[serde(rename = "apiVersion", default, borrow)]
+    api_version: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    kind: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Converts one object given as JSON text to `target`, returning JSON text.
+///
+/// The same conversion as [`convert_json`] without the intermediate `serde_json::Value`s (about
+/// twice as fast); an object already in `target` comes back as the same text.
+pub fn convert_json_str(
+    object: &str,
+    target: Version,
+) -> Result<Converted<std::borrow::Cow<'_, str>>, ConvertObjectError> {
+    use std::borrow::Cow;
+    let head: Head<'_> = match serde_json::from_str(object) {
+        Ok(head) => head,
+        // Not an object, or apiVersion/kind of the wrong type: let the Value path say which.
+        Err(_) => {
+            let value: Value =
+                serde_json::from_str(object).map_err(|_| ConvertObjectError::NotAnObject)?;
+            source_version(&value)?;
+            return Err(ConvertObjectError::NotAnObject);
+        }
+    };
+    let api_version = head
+        .api_version
+        .ok_or(ConvertObjectError::MissingApiVersion)?;
+    let source = Version::from_api_version(&api_version)?;
+    match head.kind.as_deref() {
+        Some(crate::KIND) => {}
+        other => {
+            return Err(ConvertObjectError::WrongKind {
+                found: other.unwrap_or_default().to_string(),
+            });
+        }
+    }
+    if source == target {
+        return Ok(Converted::clean(Cow::Borrowed(object)));
+    }
+    let malformed = |source_error| ConvertObjectError::Malformed {
+        version: source,
+        source: source_error,
+    };
+    let any = match source {
+        Version::V1alpha1 => {
+            AnyMemcached::V1alpha1(serde_json::from_str(object).map_err(malformed)?)
+        }
+        Version::V1beta1 => AnyMemcached::V1beta1(serde_json::from_str(object).map_err(malformed)?),
+        Version::V1 => AnyMemcached::V1(serde_json::from_str(object).map_err(malformed)?),
+    };
+    let converted = any.convert(target);
+    let text = serde_json::to_string(&converted.object).map_err(ConvertObjectError::Encode)?;
+    Ok(Converted {
+        object: Cow::Owned(text),
         warnings: converted.warnings,
     })
 }

@@ -146,3 +146,42 @@ async fn golden_successes_satisfy_the_api_server_contract() {
         }
     }
 }
+
+/// The fast path (objects kept as text) and the precise path (objects as Values) agree on every
+/// review the fast path accepts, and the fast path declines every review that does not succeed.
+#[test]
+fn fast_and_slow_paths_agree() {
+    use super::review::{fast_answer, slow_answer};
+    let mut fast_cases = 0;
+    for case in std::fs::read_dir(fixtures()).expect("fixtures dir") {
+        let case = case.expect("entry").path();
+        let Ok(request) = std::fs::read(case.join("request.json")) else {
+            continue;
+        };
+        let (slow, slow_outcome) = slow_answer(&request);
+        match fast_answer(&request) {
+            Some((fast, fast_outcome)) => {
+                fast_cases += 1;
+                assert_eq!(fast.status, slow.status, "{}", case.display());
+                assert_eq!(fast_outcome, slow_outcome, "{}", case.display());
+                let fast: serde_json::Value = serde_json::from_slice(&fast.body).expect("JSON");
+                let slow: serde_json::Value = serde_json::from_slice(&slow.body).expect("JSON");
+                assert_eq!(
+                    serde_json::to_string(&fast).expect("encodes"),
+                    serde_json::to_string(&slow).expect("encodes"),
+                    "{}",
+                    case.display()
+                );
+            }
+            None => assert!(
+                !matches!(slow_outcome, super::review::Outcome::Converted { .. }),
+                "{}: the fast path declined a review that converts",
+                case.display()
+            ),
+        }
+    }
+    assert!(
+        fast_cases >= 10,
+        "only {fast_cases} cases took the fast path"
+    );
+}

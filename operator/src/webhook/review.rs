@@ -21,7 +21,9 @@ use kube::core::conversion::ConversionResponse;
 use kube::core::response::{StatusCause, StatusDetails};
 use kube::core::{Status, TypeMeta};
 use memcached_api::conversion::{self, Version};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 /// ConversionReview `apiVersion`s this webhook answers (the same shape in both).
 pub const REVIEW_API_VERSIONS: [&str; 2] =
@@ -63,6 +65,85 @@ pub enum Outcome {
 
 /// Answers a ConversionReview request body; `uid` in logs is the review's.
 pub fn answer(body: &[u8]) -> (Reply, Outcome) {
+    if let Some(answered) = fast_answer(body) {
+        return answered;
+    }
+    slow_answer(body)
+}
+
+/// A well-formed review, read without building `serde_json::Value`s for its objects.
+#[derive(serde::Deserialize)]
+struct FastReview<'a> {
+    #[serde(rename = "apiVersion", borrow)]
+    api_version: Cow<'a, str>,
+    #[serde(borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    request: FastRequest<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct FastRequest<'a> {
+    #[serde(borrow)]
+    uid: Cow<'a, str>,
+    #[serde(rename = "desiredAPIVersion", borrow)]
+    desired_api_version: Cow<'a, str>,
+    #[serde(borrow)]
+    objects: Vec<&'a RawValue>,
+}
+
+/// The common case, fast: a well-formed review whose objects all convert. Objects stay JSON text
+/// (an object already in the desired version is copied through byte for byte) and the response
+/// is written directly. Returns `None` for anything else, which [`slow_answer`] then explains; the
+/// two produce the same answer for the same input.
+pub(crate) fn fast_answer(body: &[u8]) -> Option<(Reply, Outcome)> {
+    let review: FastReview<'_> = serde_json::from_slice(body).ok()?;
+    let api_version = review.api_version.as_ref();
+    if !REVIEW_API_VERSIONS.contains(&api_version)
+        || review.kind != REVIEW_KIND
+        || review.request.uid.is_empty()
+    {
+        return None;
+    }
+    let desired = Version::from_api_version(&review.request.desired_api_version).ok()?;
+    let uid = review.request.uid.as_ref();
+    let objects = &review.request.objects;
+    let mut out = Vec::with_capacity(body.len() + body.len() / 4 + 256);
+    out.extend_from_slice(b"{\"apiVersion\":");
+    serde_json::to_writer(&mut out, api_version).ok()?;
+    out.extend_from_slice(b",\"kind\":\"ConversionReview\",\"response\":{\"uid\":");
+    serde_json::to_writer(&mut out, uid).ok()?;
+    out.extend_from_slice(b",\"result\":{\"status\":\"Success\"},\"convertedObjects\":[");
+    let mut warnings = Vec::new();
+    for (index, raw) in objects.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        let converted = conversion::convert_json_str(raw.get(), desired).ok()?;
+        out.extend_from_slice(converted.object.as_bytes());
+        warnings.extend(converted.warnings.into_iter().map(|w| (index, w)));
+    }
+    out.extend_from_slice(b"]}}");
+    // Logged only once the whole review succeeded, so the slow path never logs them twice.
+    for (index, warning) in warnings {
+        let name = serde_json::from_str::<Value>(objects[index].get())
+            .map(|v| object_name(&v))
+            .unwrap_or_default();
+        tracing::warn!(%uid, index, object = %name, "{warning}");
+    }
+    Some((
+        Reply {
+            status: StatusCode::OK,
+            body: out,
+        },
+        Outcome::Converted {
+            objects: objects.len(),
+        },
+    ))
+}
+
+/// Any review, good or bad, through `serde_json::Value`s, with a precise answer for each problem.
+pub(crate) fn slow_answer(body: &[u8]) -> (Reply, Outcome) {
     let review: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(e) => return reject(format!("request body is not JSON: {e}")),

@@ -78,6 +78,18 @@ proptest! {
         prop_assert_eq!(annotation(&hub), None);
     }
 
+    /// The text entry point agrees with the Value one.
+    #[test]
+    fn text_conversion_matches_value_conversion(object in any_object(), to in prop::sample::select(Version::ALL.to_vec())) {
+        let input = json_of(&object);
+        let text = serde_json::to_string(&input).expect("encodes");
+        let via_text = convert_json_str(&text, to).expect("converts");
+        let via_value = convert_json(input, to).expect("converts");
+        let parsed: Value = serde_json::from_str(&via_text.object).expect("JSON");
+        prop_assert_eq!(parsed, via_value.object);
+        prop_assert_eq!(via_text.warnings, via_value.warnings);
+    }
+
     /// The JSON entry point agrees with the typed one and keeps apiVersion and metadata right.
     #[test]
     fn json_conversion_matches_typed(object in any_object(), to in prop::sample::select(Version::ALL.to_vec())) {
@@ -312,6 +324,33 @@ fn json_errors_name_the_problem() {
             err.to_string().contains(expected),
             "{object}: {err} should contain {expected}"
         );
+    }
+}
+
+#[test]
+fn text_errors_match_value_errors() {
+    let cases = [
+        "[1]",
+        "\"x\"",
+        r#"{"kind": "Memcached"}"#,
+        r#"{"apiVersion": 5, "kind": "Memcached"}"#,
+        r#"{"apiVersion": "apps/v1", "kind": "Memcached"}"#,
+        r#"{"apiVersion": "cache.example.com/v2", "kind": "Memcached"}"#,
+        r#"{"apiVersion": "cache.example.com/v1", "kind": "Redis"}"#,
+        r#"{"apiVersion": "cache.example.com/v1", "kind": 7}"#,
+        r#"{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {}, "spec": {"size": "three"}}"#,
+    ];
+    for text in cases {
+        let value: Value = serde_json::from_str(text).expect("JSON");
+        let by_value = convert_json(value, Version::V1)
+            .expect_err("fails")
+            .to_string();
+        let by_text = convert_json_str(text, Version::V1)
+            .expect_err("fails")
+            .to_string();
+        // serde reports positions only for text input; compare the message before them.
+        let strip = |s: &str| s.split(" at line ").next().unwrap_or_default().to_string();
+        assert_eq!(strip(&by_text), strip(&by_value), "{text}");
     }
 }
 
