@@ -637,6 +637,25 @@ mod tests {
     }
 
     #[test]
+    fn operator_image_manifest_and_config_snapshot() {
+        let d = tempfile::tempdir().unwrap();
+        let exe = fake_binary(d.path(), "operator", None);
+        let mut inputs = OperatorImageInputs::new(&exe, t0());
+        inputs.args = vec!["run".into()];
+        inputs.exposed_ports = vec!["9443/tcp".into(), "8080".into()];
+        inputs.oci.title = Some("memcached-operator".into());
+        inputs.oci.version = Some("0.1.0".into());
+        let img = build_operator_image(&inputs).unwrap();
+        let pretty = |b: &[u8]| {
+            serde_json::to_string_pretty(&serde_json::from_slice::<serde_json::Value>(b).unwrap())
+                .unwrap()
+        };
+        insta::assert_snapshot!("operator_manifest", pretty(&img.manifest.data));
+        insta::assert_snapshot!("operator_config", pretty(&img.config.data));
+        insta::assert_snapshot!("operator_digest", img.digest().to_string());
+    }
+
+    #[test]
     fn base_layer_users() {
         let l = base_layer(Owner::NONROOT, None).unwrap();
         let passwd = match &l.tree.get("/etc/passwd").unwrap().kind {

@@ -804,6 +804,43 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_writers_lose_no_entry() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("l");
+        let images: Vec<Image> = (0..8).map(|i| image(&format!("img{i}"))).collect();
+        std::thread::scope(|s| {
+            for (i, img) in images.iter().enumerate() {
+                let dir = dir.clone();
+                s.spawn(move || {
+                    write_to_layout(&dir, &[(img, &format!("name{i}"))]).unwrap();
+                });
+            }
+        });
+        let entries = list_layout(&dir).unwrap();
+        assert_eq!(entries.len(), 8);
+        for (i, img) in images.iter().enumerate() {
+            assert_eq!(
+                &read_from_layout(&dir, Some(&format!("name{i}"))).unwrap(),
+                img
+            );
+        }
+        // No staging leftovers next to the layout or inside it.
+        let siblings: Vec<_> = std::fs::read_dir(root.path()).unwrap().collect();
+        assert_eq!(siblings.len(), 1);
+        let stray = std::fs::read_dir(dir.join("blobs/sha256"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with('.')
+            })
+            .count();
+        assert_eq!(stray, 0);
+    }
+
+    #[test]
     fn empty_directory_becomes_a_layout() {
         let root = tempfile::tempdir().unwrap();
         let a = image("a");
