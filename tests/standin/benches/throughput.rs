@@ -154,7 +154,7 @@ fn main() {
             async move {
                 api.patch(
                     &format!("w{i:04}"),
-                    &PatchParams::apply("bench"),
+                    &PatchParams::apply("bench").force(),
                     &Patch::Apply(json!({"apiVersion": "bench.example.com/v1", "kind": "Widget",
                         "metadata": {"name": format!("w{i:04}")}, "spec": {"replicas": 3}})),
                 )

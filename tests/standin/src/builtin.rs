@@ -27,6 +27,7 @@ fn default(m: &mut Map<String, Value>, key: &str, v: Value) {
 pub fn prepare_create(key: &GroupResource, obj: &mut Value, keep_status: bool) {
     match (key.group.as_str(), key.resource.as_str()) {
         ("", "namespaces") => {
+            namespace_name_label(obj);
             if let Some(spec) = obj_mut(obj, "spec") {
                 spec.insert("finalizers".into(), json!(["kubernetes"]));
             }
@@ -51,9 +52,23 @@ pub fn prepare_create(key: &GroupResource, obj: &mut Value, keep_status: bool) {
     }
 }
 
+/// The label the API server keeps on every namespace (NamespaceDefaultLabelName).
+fn namespace_name_label(obj: &mut Value) {
+    let name = crate::meta::name(obj).to_string();
+    let m = crate::meta::meta_mut(obj);
+    let labels = m.entry("labels").or_insert_with(|| json!({}));
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    if let Some(l) = labels.as_object_mut() {
+        l.insert("kubernetes.io/metadata.name".into(), json!(name));
+    }
+}
+
 /// Fields a write to a built-in kind may not change.
 pub fn prepare_update(key: &GroupResource, new: &mut Value, old: &Value) {
     if key.group.is_empty() && key.resource == "namespaces" {
+        namespace_name_label(new);
         // spec.finalizers only change through /finalize.
         if let Some(f) = old.pointer("/spec/finalizers").cloned()
             && let Some(spec) = obj_mut(new, "spec")

@@ -863,3 +863,117 @@ async fn reqwest_like_get(base: &str, path: &str, accept: &str) -> Value {
     let body = text.split("\r\n\r\n").nth(1).unwrap_or_default();
     serde_json::from_str(body).expect("json body")
 }
+
+#[tokio::test]
+async fn bad_requests_get_status_errors() {
+    let (standin, _client) = start_with_widgets().await;
+    let base = standin.url();
+    let http = reqwest::Client::new();
+    let status = |v: &Value| (v["kind"].clone(), v["status"].clone(), v["code"].clone());
+    let cases: Vec<(reqwest::RequestBuilder, u16)> = vec![
+        (
+            http.post(format!("{base}/api/v1/namespaces/test/configmaps"))
+                .header("content-type", "application/json")
+                .body("{not json"),
+            400,
+        ),
+        (
+            http.post(format!("{base}/api/v1/namespaces/test/configmaps"))
+                .header("content-type", "application/json")
+                .body("[1,2]"),
+            400,
+        ),
+        (
+            http.post(format!("{base}/api/v1/namespaces/test/configmaps"))
+                .header("content-type", "application/vnd.kubernetes.protobuf")
+                .body("k8s\0"),
+            415,
+        ),
+        (
+            http.patch(format!("{base}/api/v1/namespaces/test/configmaps/x"))
+                .header("content-type", "text/plain")
+                .body("{}"),
+            415,
+        ),
+        (
+            http.get(format!("{base}/apis/nope.example.com/v1/foos")),
+            404,
+        ),
+        (
+            http.get(format!("{base}/api/v1/namespaces/test/configmaps/x/log")),
+            404,
+        ),
+        (
+            http.get(format!(
+                "{base}/api/v1/namespaces/test/configmaps?labelSelector=a%20in%20b"
+            )),
+            400,
+        ),
+        (
+            http.get(format!("{base}/api/v1/namespaces/test/configmaps?limit=x")),
+            400,
+        ),
+        (
+            http.get(format!(
+                "{base}/api/v1/namespaces/test/configmaps?continue=garbage"
+            )),
+            400,
+        ),
+        (
+            http.get(format!(
+                "{base}/api/v1/namespaces/test/configmaps?watch=true&resourceVersion=abc"
+            )),
+            400,
+        ),
+        (
+            http.delete(format!("{base}/api/v1/namespaces/test/configmaps/x"))
+                .body("{bad"),
+            400,
+        ),
+        (
+            http.put(format!("{base}/api/v1/namespaces/test/configmaps/x"))
+                .header("content-type", "application/json")
+                .body(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"y"}}"#),
+            400,
+        ),
+        (
+            http.post(format!("{base}/api/v1/namespaces/test/configmaps"))
+                .header("content-type", "application/json")
+                .body(r#"{"apiVersion":"apps/v1","kind":"ConfigMap","metadata":{"name":"y"}}"#),
+            400,
+        ),
+        (http.post(format!("{base}/api")), 405),
+    ];
+    for (req, code) in cases {
+        let resp = req
+            .send()
+            .await
+            .expect("response, not a dropped connection");
+        let got = resp.status().as_u16();
+        let body: Value = resp.json().await.expect("Status body");
+        assert_eq!(got, code, "{body}");
+        assert_eq!(
+            status(&body),
+            (json!("Status"), json!("Failure"), json!(code)),
+            "{body}"
+        );
+    }
+    // A watch from a too-old resourceVersion: 200 with one ERROR event carrying 410 Expired.
+    standin.compact_watch_history();
+    let resp = http
+        .get(format!(
+            "{base}/api/v1/namespaces/test/configmaps?watch=true&resourceVersion=1"
+        ))
+        .send()
+        .await
+        .expect("watch");
+    assert_eq!(resp.status().as_u16(), 200);
+    let text = resp.text().await.expect("events");
+    let ev: Value = serde_json::from_str(text.trim()).expect("one event");
+    assert_eq!(ev["type"], json!("ERROR"));
+    assert_eq!(
+        (ev["object"]["code"].clone(), ev["object"]["reason"].clone()),
+        (json!(410), json!("Expired"))
+    );
+    standin.shutdown().await;
+}

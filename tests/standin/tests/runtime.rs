@@ -412,3 +412,42 @@ async fn recorder_events_and_metadata_lists() {
     assert_eq!(meta.items[0].metadata.name.as_deref(), Some("w"));
     standin.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_list_watch() {
+    let (standin, client) = start_with_widgets().await;
+    let api = widgets(&client, "test");
+    for i in 0..5 {
+        api.create(&PostParams::default(), &widget(&format!("s{i}"), i))
+            .await
+            .expect("create");
+    }
+    let writer = reflector::store::Writer::<DynamicObject>::new(widget_resource("v1"));
+    let reader = writer.as_reader();
+    let stream = watcher(api.clone(), watcher::Config::default().streaming_lists())
+        .reflect(writer)
+        .applied_objects();
+    let task = tokio::spawn(stream.for_each(|_| async {}));
+    reader.wait_until_ready().await.expect("ready");
+    assert_eq!(reader.state().len(), 5);
+    api.create(&PostParams::default(), &widget("s5", 5))
+        .await
+        .expect("create");
+    eventually(10, || {
+        let reader = reader.clone();
+        async move { (reader.state().len() == 6).then_some(()) }
+    })
+    .await;
+    let reqs = standin.requests();
+    assert!(
+        reqs.iter()
+            .all(|r| !(r.verb == "list" && r.resource == "widgets")),
+        "no list, only a streaming watch"
+    );
+    assert!(
+        reqs.iter()
+            .any(|r| r.verb == "watch" && r.query.contains("sendInitialEvents=true"))
+    );
+    task.abort();
+    standin.shutdown().await;
+}
