@@ -265,7 +265,9 @@ async fn the_first_existing_pair_wins_and_bad_pairs_name_the_file() {
     assert!(err.contains("a.crt") && err.contains("key pair"), "{err}");
 
     std::fs::write(&a.cert, "not a certificate").expect("write");
-    let bytes = certs::read_first(&[a.clone()]).await.expect("exists");
+    let bytes = certs::read_first(std::slice::from_ref(&a))
+        .await
+        .expect("exists");
     let err = certs::parse(&bytes, &provider)
         .expect_err("garbage")
         .to_string();
