@@ -117,9 +117,20 @@ impl Env {
             .env("HOME", self.dir.path())
             .env("NO_COLOR", "1")
             .env_remove("RUST_LOG");
-        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
             .await
-            .unwrap()
+            .unwrap();
+        // CLUSTER_E2E_SHOW=1 prints every run, as a user would see it (for docs and debugging).
+        if std::env::var_os("CLUSTER_E2E_SHOW").is_some() {
+            eprintln!(
+                "$ bundle-tool {}\n{}{}[exit {}]\n",
+                args.join(" "),
+                text(&out.stdout),
+                text(&out.stderr),
+                out.status.code().unwrap_or(-1)
+            );
+        }
+        out
     }
 
     /// Runs `kubectl` against the stand-in.

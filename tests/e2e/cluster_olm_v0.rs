@@ -376,6 +376,23 @@ async fn channel_switch_says_where_it_leads_and_refuses_dead_ends() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("memcached-operator.v0.2.0"));
 
+    // Re-running install with another channel would switch without checks: refused.
+    env.standin.clear_requests();
+    let out = env
+        .bundle_tool(&install_args(&cat, &["--channel", "stable"]))
+        .await;
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("error: Subscription operators/memcached-operator already exists for package memcached-operator, channel alpha"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: switch channels with bundle-tool upgrade"),
+        "{stderr}"
+    );
+    assert!(env.cli_writes().is_empty());
+
     // Without --yes and without a terminal: refuse, change nothing.
     env.standin.clear_requests();
     let up = [

@@ -472,9 +472,7 @@ async fn run_v1(
             .clone()
             .unwrap_or_else(|| format!("{name}-installer")),
     };
-    for (what, v) in [("--namespace", params.namespace.as_str())] {
-        olmkit_cluster::names::check_dns1123_label(what, v).user_err()?;
-    }
+    olmkit_cluster::names::check_dns1123_label("--namespace", &params.namespace).user_err()?;
     for (what, v) in [
         ("--subscription", params.extension_name.as_str()),
         ("--catalog-source", params.catalog_name.as_str()),

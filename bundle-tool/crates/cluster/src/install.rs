@@ -132,6 +132,23 @@ pub enum PlanInstallError {
     /// The existing OperatorGroup cannot be reproduced.
     #[error(transparent)]
     Selector(#[from] SelectorTargetsError),
+    /// The Subscription exists with another package or channel: re-applying would switch
+    /// channels without the checks of `upgrade`.
+    #[error(
+        "Subscription {namespace}/{name} already exists for package {package}, channel {channel}"
+    )]
+    SubscriptionDiffers {
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// Its package.
+        package: String,
+        /// Its channel.
+        channel: String,
+        /// True when only the channel differs.
+        same_package: bool,
+    },
 }
 
 impl From<ChooseOperatorGroupError> for PlanInstallError {
@@ -151,6 +168,17 @@ impl PlanInstallError {
             Self::NoSingleHead { .. } => Some("fix the channel so exactly one bundle is not replaced or skipped by another".into()),
             Self::OperatorGroup(e) => Some(e.hint()),
             Self::Selector(_) => None,
+            Self::SubscriptionDiffers {
+                namespace,
+                same_package: true,
+                name,
+                ..
+            } => Some(format!(
+                "switch channels with bundle-tool upgrade --channel <channel> --subscription {name} --namespace {namespace}, which checks the upgrade path first"
+            )),
+            Self::SubscriptionDiffers { .. } => {
+                Some("choose another --subscription name or --namespace".into())
+            }
         }
     }
 }
@@ -461,9 +489,6 @@ pub async fn install(
         Vec::new()
     };
     let plan = plan_install(req, catalog, Some(&existing))?;
-    for n in &plan.notes {
-        on_event(Event::Note(n));
-    }
     let before: Option<Subscription> = cluster
         .get(
             &subscription_resource(),
@@ -471,6 +496,25 @@ pub async fn install(
             &plan.subscription,
         )
         .await?;
+    if let Some(b) = &before {
+        let existing_channel = match (b.spec.channel.as_str(), catalog) {
+            ("", Some(c)) => c.default_channel.clone(),
+            (ch, _) => ch.to_string(),
+        };
+        if b.spec.name != req.package || existing_channel != plan.channel {
+            return Err(PlanInstallError::SubscriptionDiffers {
+                namespace: plan.namespace.clone(),
+                name: plan.subscription.clone(),
+                package: b.spec.name.clone(),
+                channel: existing_channel,
+                same_package: b.spec.name == req.package,
+            }
+            .into());
+        }
+    }
+    for n in &plan.notes {
+        on_event(Event::Note(n));
+    }
     for obj in &plan.objects {
         if obj.get("kind").and_then(Value::as_str) == Some("Namespace") && namespace_exists {
             continue;

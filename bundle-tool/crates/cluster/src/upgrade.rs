@@ -119,7 +119,9 @@ impl PlanChangeError {
             Self::NoPath { .. } => Some(
                 "fix the catalog (add the edge above and release), pick another channel, or pass --force to switch anyway".into(),
             ),
-            Self::Choose(_) => Some("name it with --subscription / --install-plan".into()),
+            Self::Choose(_) => Some(
+                "bundle-tool status lists the Subscriptions and InstallPlans of the namespace".into(),
+            ),
             Self::NotPending { .. } => Some("bundle-tool status lists the InstallPlans and their phases".into()),
             _ => None,
         }
