@@ -201,8 +201,10 @@ fn walk_size(dir: &Path) -> u64 {
     total
 }
 
-/// Runs the binary under /usr/bin/time -v; returns (wall seconds, peak RSS MB, exit ok).
-fn measure(args: &[&str]) -> (f64, f64, bool) {
+/// Runs the binary under /usr/bin/time -v; returns (wall seconds, CPU seconds, peak RSS MB,
+/// exit ok). CPU time is reported too because wall time on a shared 2-core machine depends on
+/// what else runs.
+fn measure(args: &[&str]) -> (f64, f64, f64, bool) {
     let bin = env!("CARGO_BIN_EXE_bundle-tool");
     let t = Instant::now();
     let out = Command::new("/usr/bin/time")
@@ -222,7 +224,35 @@ fn measure(args: &[&str]) -> (f64, f64, bool) {
         })
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(f64::NAN);
-    (wall, rss_kb / 1024.0, out.status.success())
+    let secs = |key: &str| -> f64 {
+        stderr
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(key))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let cpu = secs("User time (seconds): ") + secs("System time (seconds): ");
+    (wall, cpu, rss_kb / 1024.0, out.status.success())
+}
+
+/// CPU seconds used by this process so far (utime + stime from /proc, USER_HZ = 100).
+fn self_cpu_s() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(") ")?.1.to_string();
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let u: f64 = f.get(11)?.parse().ok()?;
+            let st: f64 = f.get(12)?.parse().ok()?;
+            Some((u + st) / 100.0)
+        })
+        .unwrap_or(f64::NAN)
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 fn self_peak_rss_mb() -> f64 {
@@ -284,31 +314,36 @@ fn main() {
     );
     // Warm the page cache so that every figure measures parsing, not the disk.
     let _ = measure(&["catalog", "validate", dir]);
-    let (w, r, ok) = measure(&["catalog", "validate", dir]);
+    println!("load average before: {}", load_average());
+    let (w, c, r, ok) = measure(&["catalog", "validate", dir]);
     println!(
-        "bundle-tool catalog validate: {w:6.2} s wall, {r:7.0} MB peak RSS, valid={ok}   (opm validate: ~97 s, 8.8 GB)"
+        "bundle-tool catalog validate: {w:6.2} s wall, {c:6.2} s CPU, {r:7.0} MB peak RSS, valid={ok}   (opm validate: ~97 s, 8.8 GB)"
     );
-    let (w, r, ok) = measure(&["render", dir, "-o", "json"]);
+    let (w, c, r, ok) = measure(&["render", dir, "-o", "json"]);
     println!(
-        "bundle-tool render -o json:   {w:6.2} s wall, {r:7.0} MB peak RSS, ok={ok}      (opm render: ~69 s, 5.6 GB)"
+        "bundle-tool render -o json:   {w:6.2} s wall, {c:6.2} s CPU, {r:7.0} MB peak RSS, ok={ok}      (opm render: ~69 s, 5.6 GB)"
     );
-    let (w, r, ok) = measure(&[
+    let (w, c, r, ok) = measure(&[
         "graph",
         "--catalog-dir",
         dir,
         "--package",
         "community-operator-000",
     ]);
-    println!("bundle-tool graph (1 pkg):    {w:6.2} s wall, {r:7.0} MB peak RSS, ok={ok}");
+    println!(
+        "bundle-tool graph (1 pkg):    {w:6.2} s wall, {c:6.2} s CPU, {r:7.0} MB peak RSS, ok={ok}"
+    );
 
     // Release into the big catalog: then put the package file back so the cache stays valid.
     let pkg = "community-operator-007";
     let file = big.join(pkg).join("catalog.json");
     let backup = std::fs::read(&file).expect("read package file");
+    let cpu0 = self_cpu_s();
     let (load, plan, total) = release_into(&big, pkg, "99.0.0");
+    let cpu = self_cpu_s() - cpu0;
     std::fs::write(&file, backup).expect("restore package file");
     println!(
-        "release into the big catalog:  {total:6.2} s (load {load:.2} s, plan {:.3} s, write {:.3} s), process peak RSS so far {:.0} MB",
+        "release into the big catalog:  {total:6.2} s wall, {cpu:.2} s CPU (load {load:.2} s, plan {:.3} s, write {:.3} s), process peak RSS so far {:.0} MB",
         plan - load,
         total - plan,
         self_peak_rss_mb()
@@ -330,4 +365,5 @@ fn main() {
         "release into our small catalog: {:.1} ms (best of 5)",
         best * 1000.0
     );
+    println!("load average after: {}", load_average());
 }
