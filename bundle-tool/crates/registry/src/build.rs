@@ -22,7 +22,7 @@ use crate::split::{self, Format, Splitter};
 use olmkit_catalog::declcfg::{
     Blob, Bundle, DeclarativeConfig, LoadCatalogError, LoadOptions, SCHEMA_BUNDLE, SCHEMA_CHANNEL,
     SCHEMA_PACKAGE, catalog_files,
-    load::{Origins, blob_from_value, load_bytes},
+    load::{Origins, load_bytes},
 };
 use olmkit_catalog::property;
 use olmkit_catalog::validate::{channel_heads, object_path, rules, validate};
@@ -187,22 +187,30 @@ fn scan_split(
             }
             Err(_) => return Ok(Err(NeedsWholeFile)),
         };
-        let mut docs = match olmkit_core::docs::parse_documents(&out.rel, &raw.bytes) {
-            Ok(d) => d,
+        // JSON goes through the catalog loader's fast path, which checks bundle-object data
+        // in place and drops it without copying (most of a big catalog's bytes); YAML keeps
+        // the objects so that `push_blob` can check them.
+        let load_opts = match format {
+            Format::Json => LoadOptions::graph_only(),
+            Format::Yaml => LoadOptions::default(),
+        };
+        let mut blobs = match load_bytes(&out.rel, &raw.bytes, &load_opts) {
+            Ok(b) => b,
+            Err(LoadCatalogError::Blob { message, .. }) => {
+                return Err(LoadCatalogError::Blob {
+                    file: out.rel.clone(),
+                    index,
+                    message,
+                });
+            }
+            // Parse errors are reported from the whole file, with the loader's positions.
             Err(_) => return Ok(Err(NeedsWholeFile)),
         };
-        let doc = match docs.len() {
+        let blob = match blobs.len() {
             0 => continue,
-            1 => docs.swap_remove(0),
+            1 => blobs.swap_remove(0).blob,
             _ => return Ok(Err(NeedsWholeFile)),
         };
-        let blob = blob_from_value(doc, out.yaml, &LoadOptions::default()).map_err(|message| {
-            LoadCatalogError::Blob {
-                file: out.rel.clone(),
-                index,
-                message,
-            }
-        })?;
         let span = Span {
             file: 0,
             offset: raw.offset,

@@ -44,6 +44,8 @@ pub mod index_pb {
 
 /// The tonic version the generated clients and servers use (for callers building channels).
 pub use tonic;
+/// The tonic-health version the server uses (for callers probing health).
+pub use tonic_health;
 
 pub use build::{BuildIndexError, BuildOptions, build_index};
 pub use catalog::Catalog;

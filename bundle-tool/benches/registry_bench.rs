@@ -1,0 +1,324 @@
+//! Catalog server benchmarks (figures, not assertions):
+//! `cargo bench -p bundle-tool --bench registry_bench`.
+//!
+//! Runs the real `bundle-tool` binary on the community-sized catalog that the catalog
+//! benchmark generates and caches (`cargo bench -p bundle-tool --bench catalog_bench` writes it
+//! once to $OLMKIT_BENCH_DIR or /tmp/olmkit-bench: 330 packages, 7,000 bundles with
+//! `olm.bundle.object` payloads, about 1.6 GB of JSON). `OLMKIT_BENCH_CATALOG` points the
+//! benchmark at another catalog directory instead. Measured:
+//! - `bundle-tool catalog index`: wall time and peak RSS (/usr/bin/time);
+//! - `bundle-tool serve` from plain FBC and from the index: time from process start to health
+//!   `SERVING` (polled with a tonic health client), RSS once serving;
+//! - 8 concurrent tonic clients: `GetBundle` latency (p50/p95/p99, full CSV + manifests read
+//!   lazily from disk) and whole-catalog `ListBundles` streams; the server's peak RSS after all
+//!   of it.
+//!
+//! `opm` is not installed here, so its figures are the ones reported in the issue: SERVING
+//! after ~177 s with 2.4 GB RSS from plain FBC, 27-38 s from its prebuilt cache.
+
+use olmkit_registry::pb::{self, registry_client::RegistryClient};
+use olmkit_registry::tonic::transport::{Channel, Endpoint};
+use olmkit_registry::tonic_health::pb::{
+    HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CLIENTS: usize = 8;
+const GETS_PER_CLIENT: usize = 150;
+const CATALOG_GENERATOR: &str = "olmkit catalog bench generator v1";
+
+fn bench_dir() -> PathBuf {
+    std::env::var_os("OLMKIT_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp/olmkit-bench"))
+}
+
+fn catalog() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("OLMKIT_BENCH_CATALOG") {
+        return Some(PathBuf::from(p));
+    }
+    let root = bench_dir();
+    let marker = std::fs::read_to_string(root.join("community-catalog.done")).ok()?;
+    (marker == CATALOG_GENERATOR).then(|| root.join("community-catalog"))
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                total += dir_size(&p);
+            } else if let Ok(m) = e.metadata() {
+                total += m.len();
+            }
+        }
+    }
+    total
+}
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_bundle-tool")
+}
+
+/// Runs `bundle-tool args` under /usr/bin/time -v: (wall s, peak RSS MB, success).
+fn measure(args: &[&str]) -> (f64, f64, bool) {
+    let t = Instant::now();
+    let out = Command::new("/usr/bin/time")
+        .arg("-v")
+        .arg(bin())
+        .args(args)
+        .stdout(Stdio::null())
+        .output()
+        .expect("run /usr/bin/time");
+    let wall = t.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let rss_kb: f64 = stderr
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Maximum resident set size (kbytes): ")
+        })
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(f64::NAN);
+    (wall, rss_kb / 1024.0, out.status.success())
+}
+
+fn proc_status_mb(pid: u32, key: &str) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+struct Server {
+    child: Child,
+    endpoint: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+async fn connect(endpoint: &str) -> Channel {
+    loop {
+        if let Ok(c) = Endpoint::from_shared(endpoint.to_string())
+            .expect("endpoint")
+            .connect()
+            .await
+        {
+            return c;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Starts `bundle-tool serve` and returns it with the seconds it took to report SERVING.
+async fn start(catalog: &Path, extra: &[&str]) -> (Server, f64) {
+    let port = free_port();
+    let t = Instant::now();
+    let child = Command::new(bin())
+        .arg("serve")
+        .arg(catalog)
+        .args(["--address", "127.0.0.1", "--port", &port.to_string()])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start bundle-tool serve");
+    let server = Server {
+        child,
+        endpoint: format!("http://127.0.0.1:{port}"),
+    };
+    let mut health = HealthClient::new(connect(&server.endpoint).await);
+    loop {
+        let s = health
+            .check(HealthCheckRequest {
+                service: String::new(),
+            })
+            .await
+            .map(|r| r.into_inner().status);
+        if s.is_ok_and(|s| s == ServingStatus::Serving as i32) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    (server, t.elapsed().as_secs_f64())
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Every (package, channel, bundle) of the served catalog, from ListBundles.
+async fn members(channel: Channel) -> Vec<(String, String, String)> {
+    let mut client = RegistryClient::new(channel).max_decoding_message_size(256 << 20);
+    let mut stream = client
+        .list_bundles(pb::ListBundlesRequest {})
+        .await
+        .expect("ListBundles")
+        .into_inner();
+    let mut out = Vec::new();
+    while let Some(b) = stream.message().await.expect("stream") {
+        out.push((b.package_name, b.channel_name, b.csv_name));
+    }
+    out
+}
+
+async fn get_bundle_load(
+    channel: Channel,
+    all: &[(String, String, String)],
+) -> (Vec<f64>, u64, f64) {
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..CLIENTS {
+        let channel = channel.clone();
+        // Each client walks the catalog from its own pseudo-random starting point and stride.
+        let picks: Vec<(String, String, String)> = (0..GETS_PER_CLIENT)
+            .map(|i| all[(c * 7919 + i * 104_729) % all.len()].clone())
+            .collect();
+        tasks.push(tokio::spawn(async move {
+            let mut client = RegistryClient::new(channel).max_decoding_message_size(256 << 20);
+            let mut lat = Vec::with_capacity(picks.len());
+            let mut bytes = 0u64;
+            for (p, ch, name) in picks {
+                let t = Instant::now();
+                let b = client
+                    .get_bundle(pb::GetBundleRequest {
+                        pkg_name: p,
+                        channel_name: ch,
+                        csv_name: name,
+                    })
+                    .await
+                    .expect("GetBundle")
+                    .into_inner();
+                lat.push(t.elapsed().as_secs_f64() * 1000.0);
+                bytes +=
+                    b.csv_json.len() as u64 + b.object.iter().map(|o| o.len() as u64).sum::<u64>();
+            }
+            (lat, bytes)
+        }));
+    }
+    let mut lat = Vec::new();
+    let mut bytes = 0;
+    for t in tasks {
+        let (l, b) = t.await.expect("client task");
+        lat.extend(l);
+        bytes += b;
+    }
+    lat.sort_by(|a, b| a.total_cmp(b));
+    (lat, bytes, t.elapsed().as_secs_f64())
+}
+
+async fn list_bundles_load(channel: Channel) -> (f64, usize) {
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..CLIENTS {
+        let channel = channel.clone();
+        tasks.push(tokio::spawn(async move { members(channel).await.len() }));
+    }
+    let mut n = 0;
+    for t in tasks {
+        n = t.await.expect("list task");
+    }
+    (t.elapsed().as_secs_f64(), n)
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` runs us with no args: keep that cheap.
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!("registry_bench: run with `cargo bench -p bundle-tool --bench registry_bench`");
+        return;
+    }
+    let Some(catalog) = catalog() else {
+        eprintln!(
+            "registry_bench: no benchmark catalog in {}: generate it once with \
+             `cargo bench -p bundle-tool --bench catalog_bench` (or set OLMKIT_BENCH_CATALOG)",
+            bench_dir().display()
+        );
+        return;
+    };
+    let dir = catalog.to_str().expect("utf-8 path");
+    let index = bench_dir().join("registry.index");
+    let index_s = index.to_str().expect("utf-8 path").to_string();
+    println!(
+        "machine: {} cores; catalog {} ({:.2} GB)",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        catalog.display(),
+        dir_size(&catalog) as f64 / 1e9
+    );
+    // Warm the page cache so the figures measure the server, not the disk.
+    let _ = measure(&["catalog", "index", dir, "-o", &index_s]);
+    let (w, r, ok) = measure(&["catalog", "index", dir, "-o", &index_s]);
+    let index_kb = std::fs::metadata(&index)
+        .map(|m| m.len() / 1024)
+        .unwrap_or(0);
+    println!(
+        "bundle-tool catalog index:      {w:6.2} s wall, {r:6.0} MB peak RSS, ok={ok}, index {index_kb} KiB"
+    );
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (scan, t_scan) = start(&catalog, &["--no-index"]).await;
+        let pid = scan.child.id();
+        println!(
+            "serve from plain FBC:           {t_scan:6.2} s to SERVING, {:6.0} MB RSS    (opm serve: ~177 s, 2.4 GB)",
+            proc_status_mb(pid, "VmRSS:")
+        );
+        drop(scan);
+
+        let (server, t_index) = start(&catalog, &["--index", &index_s]).await;
+        let pid = server.child.id();
+        println!(
+            "serve from the index:           {t_index:6.2} s to SERVING, {:6.0} MB RSS    (opm serve from its cache: 27-38 s)",
+            proc_status_mb(pid, "VmRSS:")
+        );
+        let channel = connect(&server.endpoint).await;
+        let all = members(channel.clone()).await;
+        let (lat, bytes, wall) = get_bundle_load(channel.clone(), &all).await;
+        println!(
+            "GetBundle x{} ({CLIENTS} clients): p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms, {:.0} req/s, {:.0} MB/s of CSV+manifests",
+            lat.len(),
+            percentile(&lat, 0.50),
+            percentile(&lat, 0.95),
+            percentile(&lat, 0.99),
+            lat.len() as f64 / wall,
+            bytes as f64 / 1e6 / wall
+        );
+        let (wall, n) = list_bundles_load(channel).await;
+        println!(
+            "ListBundles, whole catalog x{CLIENTS} concurrent streams: {wall:.2} s ({n} bundles each)"
+        );
+        println!(
+            "server peak RSS over load + queries: {:.0} MB (target < 300 MB)",
+            proc_status_mb(pid, "VmHWM:")
+        );
+        drop(server);
+    });
+}
