@@ -14,10 +14,10 @@ use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::runtime::reflector::Store;
 use memcached_api::v1::Memcached;
+
+use crate::controller::cache::{CachedDeployment, CachedPod, CachedService};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::Counter;
@@ -62,11 +62,11 @@ pub struct ScopeStores {
     /// Memcached objects.
     pub memcacheds: Store<Memcached>,
     /// Deployments labelled as managed by the operator.
-    pub deployments: Store<Deployment>,
+    pub deployments: Store<CachedDeployment>,
     /// Services labelled as managed by the operator.
-    pub services: Store<Service>,
+    pub services: Store<CachedService>,
     /// Pods labelled as managed by the operator.
-    pub pods: Store<Pod>,
+    pub pods: Store<CachedPod>,
 }
 
 impl std::fmt::Debug for ScopeStores {

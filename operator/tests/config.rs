@@ -115,9 +115,14 @@ fn validate_all(docs: &[Value]) -> BTreeMap<String, usize> {
         let kind = doc["kind"].as_str().unwrap_or_default();
         let api_version = doc["apiVersion"].as_str().unwrap_or_default();
         *kinds.entry(kind.to_string()).or_insert(0) += 1;
-        assert!(!kind.is_empty() && !api_version.is_empty(), "no apiVersion/kind: {doc}");
         assert!(
-            doc["metadata"]["name"].as_str().is_some_and(|n| !n.is_empty()),
+            !kind.is_empty() && !api_version.is_empty(),
+            "no apiVersion/kind: {doc}"
+        );
+        assert!(
+            doc["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| !n.is_empty()),
             "{kind} without metadata.name"
         );
         if let Some(path) = strict_schema(kind, api_version) {
@@ -128,7 +133,11 @@ fn validate_all(docs: &[Value]) -> BTreeMap<String, usize> {
             }
         }
     }
-    assert!(problems.is_empty(), "schema violations:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "schema violations:\n{}",
+        problems.join("\n")
+    );
     kinds
 }
 
@@ -155,7 +164,10 @@ fn default_renders_and_every_object_validates() {
         "Certificate",
         "Issuer",
     ] {
-        assert!(kinds.contains_key(k), "config/default renders no {k}: {kinds:?}");
+        assert!(
+            kinds.contains_key(k),
+            "config/default renders no {k}: {kinds:?}"
+        );
     }
     for d in &docs {
         if d["kind"] != "Namespace" && d["kind"] != "CustomResourceDefinition" {
@@ -176,7 +188,11 @@ fn default_renders_and_every_object_validates() {
 #[test]
 fn webhook_service_deployment_and_certificate_are_wired() {
     let docs = kustomize("config/default");
-    let crd = find(&docs, "CustomResourceDefinition", "memcacheds.cache.example.com");
+    let crd = find(
+        &docs,
+        "CustomResourceDefinition",
+        "memcacheds.cache.example.com",
+    );
     let conv = &crd["spec"]["conversion"];
     assert_eq!(conv["strategy"], "Webhook");
     let svc_ref = &conv["webhook"]["clientConfig"]["service"];
@@ -193,9 +209,15 @@ fn webhook_service_deployment_and_certificate_are_wired() {
     assert_eq!(port["targetPort"], memcached_api::crd::WEBHOOK_PORT);
     let dep = find(&docs, "Deployment", "memcached-operator-controller-manager");
     let selector = svc["spec"]["selector"].as_object().unwrap();
-    let pod_labels = dep["spec"]["template"]["metadata"]["labels"].as_object().unwrap();
+    let pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+        .as_object()
+        .unwrap();
     for (k, v) in selector {
-        assert_eq!(pod_labels.get(k), Some(v), "Service selector {k} does not select the pods");
+        assert_eq!(
+            pod_labels.get(k),
+            Some(v),
+            "Service selector {k} does not select the pods"
+        );
     }
     let container = &dep["spec"]["template"]["spec"]["containers"][0];
     let ports = container["ports"].as_array().unwrap();
@@ -220,9 +242,14 @@ fn webhook_service_deployment_and_certificate_are_wired() {
         cert["spec"]["dnsNames"][0],
         "memcached-operator-webhook-service.memcached-operator-system.svc"
     );
-    assert_eq!(cert["spec"]["issuerRef"]["name"], "memcached-operator-selfsigned-issuer");
+    assert_eq!(
+        cert["spec"]["issuerRef"]["name"],
+        "memcached-operator-selfsigned-issuer"
+    );
     let secret = cert["spec"]["secretName"].as_str().unwrap();
-    let volumes = dep["spec"]["template"]["spec"]["volumes"].as_array().unwrap();
+    let volumes = dep["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .unwrap();
     let cert_volume = volumes
         .iter()
         .find(|v| v["secret"]["secretName"] == secret)
@@ -233,7 +260,10 @@ fn webhook_service_deployment_and_certificate_are_wired() {
         .iter()
         .find(|m| m["name"] == cert_volume["name"])
         .unwrap();
-    assert_eq!(mount["mountPath"], memcached_operator::webhook::OLM_WEBHOOK_CERT_DIR);
+    assert_eq!(
+        mount["mountPath"],
+        memcached_operator::webhook::OLM_WEBHOOK_CERT_DIR
+    );
 
     // OLM's target namespaces reach the operator; the manager runs the real flags.
     let env = container["env"].as_array().unwrap();
@@ -253,7 +283,10 @@ fn webhook_service_deployment_and_certificate_are_wired() {
         .arg("--help")
         .output()
         .unwrap();
-    assert!(out.status.success(), "manager args are not accepted: {args:?}");
+    assert!(
+        out.status.success(),
+        "manager args are not accepted: {args:?}"
+    );
 }
 
 #[test]
@@ -264,7 +297,11 @@ fn manifests_render_for_olm_without_cert_manager() {
     assert_eq!(kinds.get("ClusterServiceVersion"), Some(&1));
     assert_eq!(kinds.get("Memcached"), Some(&3));
     assert_eq!(kinds.get("Configuration"), Some(&1));
-    let crd = find(&docs, "CustomResourceDefinition", "memcacheds.cache.example.com");
+    let crd = find(
+        &docs,
+        "CustomResourceDefinition",
+        "memcacheds.cache.example.com",
+    );
     assert!(crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].is_null());
     assert_eq!(crd["spec"]["conversion"]["strategy"], "Webhook");
     let dep = find(&docs, "Deployment", "memcached-operator-controller-manager");
@@ -290,10 +327,16 @@ fn manifests_render_for_olm_without_cert_manager() {
     openapi_to_draft4(&mut schema);
     let v = jsonschema::draft4::new(&schema).unwrap();
     let errs = errors(&v, csv);
-    assert!(errs.is_empty(), "CSV violates the OLM schema:\n{}", errs.join("\n"));
+    assert!(
+        errs.is_empty(),
+        "CSV violates the OLM schema:\n{}",
+        errs.join("\n")
+    );
 
     // Every owned version has a described entry with spec and status descriptors.
-    let owned = csv["spec"]["customresourcedefinitions"]["owned"].as_array().unwrap();
+    let owned = csv["spec"]["customresourcedefinitions"]["owned"]
+        .as_array()
+        .unwrap();
     for version in memcached_api::SERVED_VERSIONS {
         let e = owned
             .iter()
@@ -355,7 +398,10 @@ fn samples_validate_against_their_version_and_run() {
     seen.sort();
     assert_eq!(seen, ["v1", "v1alpha1", "v1beta1"]);
     // The v1 sample is one the operator runs as is.
-    let v1 = docs.iter().find(|d| d["apiVersion"] == "cache.example.com/v1").unwrap();
+    let v1 = docs
+        .iter()
+        .find(|d| d["apiVersion"] == "cache.example.com/v1")
+        .unwrap();
     let mc: memcached_api::v1::Memcached = serde_json::from_value(v1.clone()).unwrap();
     assert_eq!(memcached_api::validation::validate_spec(&mc.spec), []);
     assert_eq!(

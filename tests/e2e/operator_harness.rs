@@ -107,9 +107,16 @@ impl Env {
     /// A stand-in (workload simulation on) with the Memcached CRD whose conversion webhook
     /// Service maps to `https://127.0.0.1:<webhook_port>`, and `namespaces` created.
     pub async fn start(namespaces: &[&str]) -> Env {
+        Self::start_with(namespaces, true).await
+    }
+
+    /// Like [`Env::start`]; without `install_certs` the webhook's cert directory stays empty.
+    pub async fn start_with(namespaces: &[&str], install_certs: bool) -> Env {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let certs = make_certs();
-        certs.install();
+        if install_certs {
+            certs.install();
+        }
         let webhook_port = free_port();
         let wiring = memcached_api::ConversionWiring {
             ca_bundle: Some(certs.ca_pem.clone().into_bytes()),
@@ -186,6 +193,8 @@ pub struct OperatorOptions<'a> {
     pub leader_elect: bool,
     pub watch_namespace: &'a str,
     pub extra_args: Vec<String>,
+    /// RUST_LOG of the process.
+    pub rust_log: &'a str,
 }
 
 impl Default for OperatorOptions<'_> {
@@ -196,6 +205,7 @@ impl Default for OperatorOptions<'_> {
             leader_elect: true,
             watch_namespace: "",
             extra_args: Vec::new(),
+            rust_log: "warn,memcached_operator=debug,kube_lease_manager=info",
         }
     }
 }
@@ -209,10 +219,7 @@ impl Operator {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_operator"));
         cmd.env_clear()
             .env("KUBECONFIG", &env.kubeconfig)
-            .env(
-                "RUST_LOG",
-                "warn,memcached_operator=debug,kube_lease_manager=info",
-            )
+            .env("RUST_LOG", opts.rust_log)
             .env("POD_NAME", opts.name)
             .env("WATCH_NAMESPACE", opts.watch_namespace)
             .arg("run")

@@ -169,12 +169,7 @@ async fn memcached_lifecycle_across_versions() {
         svc.metadata.owner_references.as_ref().unwrap()[0].uid,
         mc.metadata.uid.clone().unwrap()
     );
-    wait_events(
-        &env,
-        "web",
-        &["DeploymentCreated", "ServiceCreated", "Available"],
-    )
-    .await;
+    wait_events(&env, "web", &["Created", "Available"]).await;
 
     // ---- idempotency: an unrelated change triggers a reconcile that writes nothing ----
     let before = op

@@ -24,6 +24,7 @@
 //! are gone.
 
 pub mod backoff;
+pub mod cache;
 pub mod desired;
 pub mod drift;
 pub mod notes;
@@ -37,8 +38,6 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Pod, PodStatus, Service};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions, PropagationPolicy};
 use kube::runtime::controller::{Action, Controller};
@@ -57,6 +56,7 @@ use tracing::{debug, info, warn};
 
 use crate::metrics::{Metrics, ScopeStores};
 use backoff::Backoff;
+use cache::{CachedDeployment, CachedPod, CachedService, Comparable};
 use desired::{BuildDesiredError, MANAGED_BY, MANAGED_BY_LABEL, MANAGED_SELECTOR};
 use notes::{Note, Severity};
 use status::{ApplyProblem, Observed};
@@ -200,38 +200,11 @@ fn strip_metadata<K: Resource>(obj: &mut K) {
     }
 }
 
-/// Keeps only what status computation reads from a pod: name, labels, deletion and the
-/// container states.
-fn strip_pod(pod: &mut Pod) {
+/// Pods are matched to their Memcached by label; their annotations and owners are never read.
+fn strip_pod(pod: &mut CachedPod) {
     strip_metadata(pod);
     pod.metadata.annotations = None;
-    pod.spec = None;
-    if let Some(st) = pod.status.take() {
-        let slim = |v: Option<Vec<k8s_openapi::api::core::v1::ContainerStatus>>| {
-            v.map(|cs| {
-                cs.into_iter()
-                    .map(|c| k8s_openapi::api::core::v1::ContainerStatus {
-                        name: c.name,
-                        ready: c.ready,
-                        state: c.state,
-                        restart_count: c.restart_count,
-                        ..Default::default()
-                    })
-                    .collect()
-            })
-        };
-        pod.status = Some(PodStatus {
-            phase: st.phase,
-            conditions: st.conditions.map(|cs| {
-                cs.into_iter()
-                    .filter(|c| c.type_ == "PodScheduled" || c.type_ == "Ready")
-                    .collect()
-            }),
-            container_statuses: slim(st.container_statuses),
-            init_container_statuses: slim(st.init_container_statuses),
-            ..Default::default()
-        });
-    }
+    pod.metadata.owner_references = None;
 }
 
 fn scoped_api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
@@ -268,21 +241,21 @@ pub async fn run_scope(
     .applied_objects();
 
     let (dep_reader, dep_writer) = reflector::store();
-    let deployments = watcher(scoped_api::<Deployment>(&client, ns), owned.clone())
+    let deployments = watcher(scoped_api::<CachedDeployment>(&client, ns), owned.clone())
         .default_backoff()
         .modify(strip_metadata)
         .reflect(dep_writer)
         .touched_objects();
 
     let (svc_reader, svc_writer) = reflector::store();
-    let services = watcher(scoped_api::<Service>(&client, ns), owned.clone())
+    let services = watcher(scoped_api::<CachedService>(&client, ns), owned.clone())
         .default_backoff()
         .modify(strip_metadata)
         .reflect(svc_writer)
         .touched_objects();
 
     let (pod_reader, pod_writer) = reflector::store();
-    let pods = watcher(scoped_api::<Pod>(&client, ns), owned)
+    let pods = watcher(scoped_api::<CachedPod>(&client, ns), owned)
         .default_backoff()
         .modify(strip_pod)
         .reflect(pod_writer)
@@ -302,7 +275,7 @@ pub async fn run_scope(
     Controller::for_stream(memcacheds, mc_reader)
         .owns_stream(deployments)
         .owns_stream(services)
-        .watches_stream(pods, pod_owner)
+        .watches_stream(pods, |pod| pod_owner(&pod))
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown.cancelled_owned())
         .run(reconcile, error_policy, ctx)
@@ -320,7 +293,7 @@ pub async fn run_scope(
 }
 
 /// Maps a pod to the Memcached named by its instance label.
-fn pod_owner(pod: Pod) -> Option<ObjectRef<Memcached>> {
+fn pod_owner(pod: &CachedPod) -> Option<ObjectRef<Memcached>> {
     let labels = pod.metadata.labels.as_ref()?;
     if labels.get(MANAGED_BY_LABEL).map(String::as_str) != Some(MANAGED_BY) {
         return None;
@@ -450,16 +423,16 @@ async fn reconcile_inner(mc: &Arc<Memcached>, ctx: &Context) -> Result<Action, R
     let mut notes: Vec<Note> = Vec::new();
     let mut apply_problem: Option<ApplyProblem> = None;
     let dep_key = ObjectRef::new(&name).within(&ns);
-    let mut deployment: Option<Deployment> =
-        ctx.stores.deployments.get(&dep_key).map(|d| (*d).clone());
+    let mut deployment: Option<Arc<CachedDeployment>> = ctx.stores.deployments.get(&dep_key);
 
     if problems.is_empty() {
+        let mut created: Vec<String> = Vec::new();
         let desired = desired::deployment(&mc)?;
         match ensure_child(
             ctx,
             &mc,
             &ns,
-            desired,
+            &desired,
             &ctx.stores.deployments,
             "Deployment",
             "deployments",
@@ -468,14 +441,9 @@ async fn reconcile_inner(mc: &Arc<Memcached>, ctx: &Context) -> Result<Action, R
         {
             Child::Current(d) => deployment = Some(d),
             Child::Applied { old, new } => {
-                notes.push(match &old {
-                    None => Note {
-                        severity: Severity::Normal,
-                        reason: "DeploymentCreated".into(),
-                        action: "Create",
-                        message: format!("created Deployment {name}"),
-                    },
-                    Some(old) => Note {
+                match &old {
+                    None => created.push(format!("Deployment {name}")),
+                    Some(old) => notes.push(Note {
                         severity: Severity::Normal,
                         reason: "DeploymentUpdated".into(),
                         action: "Update",
@@ -483,8 +451,8 @@ async fn reconcile_inner(mc: &Arc<Memcached>, ctx: &Context) -> Result<Action, R
                             "updated Deployment {name}: {}",
                             notes::describe_deployment_change(old, &new)
                         ),
-                    },
-                });
+                    }),
+                }
                 deployment = Some(new);
             }
             Child::Problem(p, observed) => {
@@ -498,7 +466,7 @@ async fn reconcile_inner(mc: &Arc<Memcached>, ctx: &Context) -> Result<Action, R
                 ctx,
                 &mc,
                 &ns,
-                desired,
+                &desired,
                 &ctx.stores.services,
                 "Service",
                 "services",
@@ -506,36 +474,42 @@ async fn reconcile_inner(mc: &Arc<Memcached>, ctx: &Context) -> Result<Action, R
             .await?
             {
                 Child::Current(_) => {}
-                Child::Applied { old, .. } => notes.push(Note {
+                Child::Applied { old: None, .. } => created.push(format!("Service {name}")),
+                Child::Applied { old: Some(_), .. } => notes.push(Note {
                     severity: Severity::Normal,
-                    reason: if old.is_none() {
-                        "ServiceCreated"
-                    } else {
-                        "ServiceUpdated"
-                    }
-                    .into(),
-                    action: if old.is_none() { "Create" } else { "Update" },
-                    message: format!(
-                        "{} Service {name}",
-                        if old.is_none() { "created" } else { "updated" }
-                    ),
+                    reason: "ServiceUpdated".into(),
+                    action: "Update",
+                    message: format!("updated Service {name}"),
                 }),
                 Child::Problem(p, _) => apply_problem = Some(p),
             }
         }
+        if !created.is_empty() {
+            // One event for what one reconcile created: events are cached by the recorder, and
+            // `kubectl describe` reads better.
+            notes.insert(
+                0,
+                Note {
+                    severity: Severity::Normal,
+                    reason: "Created".into(),
+                    action: "Create",
+                    message: format!("created {}", created.join(" and ")),
+                },
+            );
+        }
     }
 
     let pods = ctx.stores.pods.state();
-    let own_pods: Vec<&Pod> = pods
+    let own_pods: Vec<&CachedPod> = pods
         .iter()
         .map(|p| &**p)
         .filter(|p| {
             p.metadata.namespace.as_deref() == Some(ns.as_str())
-                && pod_owner((*p).clone()).is_some_and(|r| r.name == name)
+                && pod_owner(p).is_some_and(|r| r.name == name)
         })
         .collect();
     let observed = Observed {
-        deployment: deployment.as_ref(),
+        deployment: deployment.as_deref(),
         pods: own_pods,
     };
     let new_status = status::desired_status(
@@ -632,16 +606,16 @@ async fn patch_status(
 /// Outcome of making one child object match its desired state.
 enum Child<K> {
     /// It already matched.
-    Current(K),
+    Current(Arc<K>),
     /// It was created (`old` = None) or updated.
     Applied {
         /// The object before.
-        old: Option<K>,
+        old: Option<Arc<K>>,
         /// The object the API server returned.
-        new: K,
+        new: Arc<K>,
     },
     /// It cannot be made to match until something changes; the observed object, if any.
-    Problem(ApplyProblem, Option<K>),
+    Problem(ApplyProblem, Option<Arc<K>>),
 }
 
 /// Whether `child` is controlled by `mc`, or is an orphan the operator made (adoptable).
@@ -665,26 +639,27 @@ fn controlled_by(child: &impl Resource, mc: &Memcached) -> Option<bool> {
     })
 }
 
-async fn ensure_child<K>(
+async fn ensure_child<D, K>(
     ctx: &Context,
     mc: &Memcached,
     ns: &str,
-    desired: K,
+    desired: &D,
     store: &Store<K>,
     kind: &'static str,
     resource: &'static str,
 ) -> Result<Child<K>, ReconcileError>
 where
+    D: Resource + Serialize + Debug,
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Comparable
         + Clone
         + Debug
-        + Serialize
         + DeserializeOwned,
 {
     let name = desired.meta().name.clone().unwrap_or_default();
     let api: Api<K> = Api::namespaced(ctx.shared.client.clone(), ns);
-    let observed = match store.get(&ObjectRef::new(&name).within(ns)) {
-        Some(o) => Some((*o).clone()),
+    let observed: Option<Arc<K>> = match store.get(&ObjectRef::new(&name).within(ns)) {
+        Some(o) => Some(o),
         // Not in the cache: it does not exist, or it lost the label the cache selects on (or
         // was just created and the watch lags). Only a read can tell.
         None => api
@@ -694,10 +669,11 @@ where
                 kind,
                 name: name.clone(),
                 source,
-            })?,
+            })?
+            .map(Arc::new),
     };
     if let Some(o) = &observed
-        && controlled_by(o, mc) == Some(false)
+        && controlled_by(&**o, mc) == Some(false)
     {
         return Ok(Child::Problem(
             ApplyProblem {
@@ -709,27 +685,22 @@ where
             None,
         ));
     }
-    if !drift::needs_apply(&desired, observed.as_ref()) {
+    if let Some(o) = &observed
+        && !drift::needs_apply(desired, Some(&o.comparable()))
+    {
         ctx.shared.metrics.skipped_apply(resource);
-        // `observed` is Some here: needs_apply is true for None.
-        return Ok(match observed {
-            Some(o) => Child::Current(o),
-            None => Child::Problem(
-                ApplyProblem {
-                    reason: "Internal",
-                    message: format!("{kind} {name} vanished"),
-                },
-                None,
-            ),
-        });
+        return Ok(Child::Current(o.clone()));
     }
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    match api.patch(&name, &params, &Patch::Apply(&desired)).await {
+    match api.patch(&name, &params, &Patch::Apply(desired)).await {
         Ok(mut new) => {
             ctx.shared.metrics.wrote(resource, "patch");
             strip_metadata(&mut new);
             info!(kind, namespace = ns, name = %name, created = observed.is_none(), "applied");
-            Ok(Child::Applied { old: observed, new })
+            Ok(Child::Applied {
+                old: observed,
+                new: Arc::new(new),
+            })
         }
         // The API server refused the object itself (a value it validates that the operator
         // did not foresee): retrying cannot help until the spec changes.
@@ -757,7 +728,7 @@ async fn cleanup(mc: &Memcached, ctx: &Context, ns: &str) -> Result<Action, Reco
     let name = mc.name_any();
     let mut remaining: Vec<String> = Vec::new();
     let mut deleted_now: Vec<String> = Vec::new();
-    let dep = delete_child::<Deployment>(
+    let dep = delete_child::<CachedDeployment>(
         ctx,
         mc,
         ns,
@@ -767,7 +738,7 @@ async fn cleanup(mc: &Memcached, ctx: &Context, ns: &str) -> Result<Action, Reco
         "deployments",
     )
     .await?;
-    let svc = delete_child::<Service>(
+    let svc = delete_child::<CachedService>(
         ctx,
         mc,
         ns,
@@ -954,17 +925,17 @@ mod tests {
     #[test]
     fn pods_map_to_their_memcached() {
         let mut p = testutil::pod("a-1", None);
-        assert_eq!(pod_owner(p.clone()), None);
+        assert_eq!(pod_owner(&p), None);
         p.metadata.labels = Some(desired::object_labels("a"));
-        assert_eq!(pod_owner(p), Some(ObjectRef::new("a").within("cache")));
+        assert_eq!(pod_owner(&p), Some(ObjectRef::new("a").within("cache")));
     }
 
     #[test]
     fn stripped_pod_keeps_what_status_reads() {
         let mut p = testutil::pod("a-1", Some(("CrashLoopBackOff", "x")));
-        p.spec = Some(Default::default());
+        p.metadata.annotations = Some([("a".to_string(), "b".to_string())].into());
         strip_pod(&mut p);
-        assert!(p.spec.is_none());
+        assert!(p.metadata.annotations.is_none());
         assert_eq!(status::failing_pods(&[&p]).len(), 1);
     }
 

@@ -4,9 +4,9 @@
 //! updated, a condition that flipped (or Degraded changing its reason), cleanup steps. A
 //! reconcile that changes nothing emits nothing.
 
-use k8s_openapi::api::apps::v1::Deployment;
 use memcached_api::v1::MemcachedStatus;
 
+use super::cache::CachedDeployment;
 use super::status::{AVAILABLE, DEGRADED, find};
 
 /// Severity of an event.
@@ -96,23 +96,14 @@ pub fn condition_notes(old: Option<&MemcachedStatus>, new: &MemcachedStatus) -> 
 }
 
 /// What changed between two Deployments, for the `DeploymentUpdated` message.
-pub fn describe_deployment_change(old: &Deployment, new: &Deployment) -> String {
-    let replicas = |d: &Deployment| d.spec.replicas;
-    let image = |d: &Deployment| {
-        d.spec
-            .template
-            .spec
-            .as_ref()
-            .and_then(|p| p.containers.first())
-            .and_then(|c| c.image.clone())
-    };
+pub fn describe_deployment_change(old: &CachedDeployment, new: &CachedDeployment) -> String {
     let mut parts = Vec::new();
-    if let (Some(a), Some(b)) = (replicas(old), replicas(new))
+    if let (Some(a), Some(b)) = (old.replicas(), new.replicas())
         && a != b
     {
         parts.push(format!("scaled from {a} to {b} replicas"));
     }
-    if let (Some(a), Some(b)) = (image(old), image(new))
+    if let (Some(a), Some(b)) = (old.image(), new.image())
         && a != b
     {
         parts.push(format!("image {a} -> {b}"));

@@ -5,13 +5,12 @@
 //! follow the Kubernetes conventions (`metav1.Condition`): `lastTransitionTime` changes only when
 //! a condition's status flips, `observedGeneration` is the generation the condition describes.
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use memcached_api::v1::{Memcached, MemcachedStatus};
 use memcached_api::validation::SpecProblem;
 
+use super::cache::{CachedDeployment, CachedPod};
 use super::desired::selector_string;
 
 /// Condition type: memcached pods serve clients.
@@ -46,16 +45,16 @@ pub struct ApplyProblem {
 #[derive(Clone, Debug, Default)]
 pub struct Observed<'a> {
     /// Its Deployment, if it exists.
-    pub deployment: Option<&'a Deployment>,
+    pub deployment: Option<&'a CachedDeployment>,
     /// Pods carrying its selector labels, in any order.
-    pub pods: Vec<&'a Pod>,
+    pub pods: Vec<&'a CachedPod>,
 }
 
-fn is_terminating(pod: &Pod) -> bool {
+fn is_terminating(pod: &CachedPod) -> bool {
     pod.metadata.deletion_timestamp.is_some()
 }
 
-fn is_finished(pod: &Pod) -> bool {
+fn is_finished(pod: &CachedPod) -> bool {
     matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Failed" | "Succeeded")
@@ -63,7 +62,7 @@ fn is_finished(pod: &Pod) -> bool {
 }
 
 /// Names of the pods that run or will run memcached, sorted.
-pub fn node_names(pods: &[&Pod]) -> Vec<String> {
+pub fn node_names(pods: &[&CachedPod]) -> Vec<String> {
     let mut names: Vec<String> = pods
         .iter()
         .filter(|p| !is_terminating(p) && !is_finished(p))
@@ -76,7 +75,7 @@ pub fn node_names(pods: &[&Pod]) -> Vec<String> {
 
 /// Pods stuck in a state they will not leave without a change, as `pod: reason (message)`,
 /// sorted by pod name.
-pub fn failing_pods(pods: &[&Pod]) -> Vec<String> {
+pub fn failing_pods(pods: &[&CachedPod]) -> Vec<String> {
     let mut out: Vec<(String, String)> = Vec::new();
     for pod in pods.iter().filter(|p| !is_terminating(p)) {
         let name = pod.metadata.name.clone().unwrap_or_default();
@@ -86,8 +85,7 @@ pub fn failing_pods(pods: &[&Pod]) -> Vec<String> {
         let waiting = status
             .container_statuses
             .iter()
-            .flatten()
-            .chain(status.init_container_statuses.iter().flatten())
+            .chain(status.init_container_statuses.iter())
             .filter_map(|c| c.state.as_ref()?.waiting.as_ref().map(|w| (c, w)))
             .find(|(_, w)| {
                 w.reason
@@ -103,7 +101,7 @@ pub fn failing_pods(pods: &[&Pod]) -> Vec<String> {
             out.push((name, format!("container {} {detail}", c.name)));
             continue;
         }
-        let unschedulable = status.conditions.iter().flatten().find(|c| {
+        let unschedulable = status.conditions.iter().find(|c| {
             c.type_ == "PodScheduled"
                 && c.status == "False"
                 && c.reason.as_deref() == Some("Unschedulable")
@@ -120,7 +118,7 @@ pub fn failing_pods(pods: &[&Pod]) -> Vec<String> {
 }
 
 fn deployment_condition<'a>(
-    d: &'a Deployment,
+    d: &'a CachedDeployment,
     type_: &str,
 ) -> Option<&'a k8s_openapi::api::apps::v1::DeploymentCondition> {
     d.status
@@ -178,13 +176,32 @@ fn wanted_conditions(
         .filter(|c| c.status.as_deref() == Some("True"));
     let failing = failing_pods(&observed.pods);
 
-    let available_c = match dep {
-        None if !spec_problems.is_empty() || apply_problem.is_some() => want(
-            AVAILABLE,
-            false,
+    // What stops the operator from rolling the spec out: a bad spec, or an object it may not
+    // or cannot apply.
+    let blocked: Option<(&str, String)> = if !spec_problems.is_empty() {
+        Some((
             "InvalidSpec",
-            format!("Deployment {name} is not created until the spec is fixed"),
-        ),
+            "changes are not rolled out until the spec is fixed".to_string(),
+        ))
+    } else {
+        apply_problem.map(|p| {
+            (
+                p.reason,
+                format!("changes are not rolled out: {}", p.message),
+            )
+        })
+    };
+
+    let available_c = match dep {
+        None if blocked.is_some() => {
+            let (reason, message) = blocked.clone().unwrap_or_default();
+            want(
+                AVAILABLE,
+                false,
+                reason,
+                format!("Deployment {name} does not run: {message}"),
+            )
+        }
         None => want(
             AVAILABLE,
             false,
@@ -217,13 +234,8 @@ fn wanted_conditions(
         ),
     };
 
-    let progressing_c = if !spec_problems.is_empty() || apply_problem.is_some() {
-        want(
-            PROGRESSING,
-            false,
-            "InvalidSpec",
-            "changes are not rolled out until the spec is fixed",
-        )
+    let progressing_c = if let Some((reason, message)) = blocked {
+        want(PROGRESSING, false, reason, message)
     } else if let Some(c) = deadline_exceeded {
         want(
             PROGRESSING,
@@ -500,6 +512,24 @@ mod tests {
         );
         assert_eq!(cond(&s, PROGRESSING).reason, "InvalidSpec");
         assert_eq!(cond(&s, AVAILABLE).reason, "InvalidSpec");
+    }
+
+    #[test]
+    fn apply_problems_name_their_reason() {
+        let mc = sample("c", MemcachedSpec::default());
+        let p = ApplyProblem {
+            reason: "ResourceConflict",
+            message: "Deployment c already exists and is not controlled by this Memcached".into(),
+        };
+        let s = desired_status(&mc, &Observed::default(), &[], Some(&p), t(0));
+        for type_ in [AVAILABLE, PROGRESSING, DEGRADED] {
+            assert_eq!(cond(&s, type_).reason, "ResourceConflict", "{type_}");
+        }
+        assert!(
+            cond(&s, AVAILABLE)
+                .message
+                .contains("not controlled by this Memcached")
+        );
     }
 
     #[test]

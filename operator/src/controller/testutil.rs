@@ -1,11 +1,12 @@
 //! Builders of test inputs shared by the controller's unit tests.
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
-use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateWaiting, ContainerStatus, Pod, PodStatus,
-};
+use k8s_openapi::api::apps::v1::DeploymentStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use memcached_api::v1::{Memcached, MemcachedSpec};
+
+use super::cache::{
+    CachedDeployment, CachedPod, ContainerState, ContainerStatus, PodStatus, Waiting,
+};
 
 /// A Memcached as the API server would hand it out: namespace `cache`, a uid, generation 1.
 pub fn sample(name: &str, spec: MemcachedSpec) -> Memcached {
@@ -24,14 +25,14 @@ pub fn deployment_with_status(
     updated: i32,
     ready: i32,
     available: i32,
-) -> Deployment {
-    Deployment {
+) -> CachedDeployment {
+    CachedDeployment {
         metadata: ObjectMeta {
             name: Some("c".into()),
             generation: Some(generation),
             ..Default::default()
         },
-        spec: Default::default(),
+        spec: "{}".into(),
         status: Some(DeploymentStatus {
             observed_generation: Some(observed_generation),
             replicas: Some(replicas),
@@ -44,29 +45,25 @@ pub fn deployment_with_status(
 }
 
 /// A running pod, or one whose memcached container waits with `(reason, message)`.
-pub fn pod(name: &str, waiting: Option<(&str, &str)>) -> Pod {
+pub fn pod(name: &str, waiting: Option<(&str, &str)>) -> CachedPod {
     let state = waiting.map(|(reason, message)| ContainerState {
-        waiting: Some(ContainerStateWaiting {
+        waiting: Some(Waiting {
             reason: Some(reason.into()),
             message: Some(message.into()),
         }),
-        ..Default::default()
     });
-    Pod {
+    CachedPod {
         metadata: ObjectMeta {
             name: Some(name.into()),
             namespace: Some("cache".into()),
             ..Default::default()
         },
-        spec: None,
         status: Some(PodStatus {
             phase: Some("Running".into()),
-            container_statuses: Some(vec![ContainerStatus {
+            container_statuses: vec![ContainerStatus {
                 name: "memcached".into(),
-                ready: waiting.is_none(),
                 state,
-                ..Default::default()
-            }]),
+            }],
             ..Default::default()
         }),
     }
