@@ -1,13 +1,16 @@
 //! Catalog server benchmarks (figures, not assertions):
-//! `cargo bench -p bundle-tool --bench registry_bench`.
+//! `cargo bench -p olmkit-registry --bench registry_bench`.
 //!
-//! Runs the real `bundle-tool` binary on the community-sized catalog that the catalog
+//! Declared by the `olmkit-registry` package (so it needs only the server's dependencies in
+//! release mode, not all of bundle-tool's). Runs the real `catalog-server` binary — the same
+//! server as `bundle-tool serve` — on the community-sized catalog that the catalog
 //! benchmark generates and caches (`cargo bench -p bundle-tool --bench catalog_bench` writes it
 //! once to $OLMKIT_BENCH_DIR or /tmp/olmkit-bench: 330 packages, 7,000 bundles with
 //! `olm.bundle.object` payloads, about 1.6 GB of JSON). `OLMKIT_BENCH_CATALOG` points the
 //! benchmark at another catalog directory instead. Measured:
-//! - `bundle-tool catalog index`: wall time and peak RSS (/usr/bin/time);
-//! - `bundle-tool serve` from plain FBC and from the index: time from process start to health
+//! - building the index (what `bundle-tool catalog index` runs; this benchmark re-executes
+//!   itself under /usr/bin/time to get the build's own peak RSS);
+//! - `catalog-server` from plain FBC and from the index: time from process start to health
 //!   `SERVING` (polled with a tonic health client), RSS once serving;
 //! - 8 concurrent tonic clients: `GetBundle` latency (p50/p95/p99, full CSV + manifests read
 //!   lazily from disk) and whole-catalog `ListBundles` streams; the server's peak RSS after all
@@ -16,6 +19,8 @@
 //! `opm` is not installed here, so its figures are the ones reported in the issue: SERVING
 //! after ~177 s with 2.4 GB RSS from plain FBC, 27-38 s from its prebuilt cache.
 
+use olmkit_registry::build::{BuildOptions, build_index};
+use olmkit_registry::index::write_index;
 use olmkit_registry::pb::{self, registry_client::RegistryClient};
 use olmkit_registry::tonic::transport::{Channel, Endpoint};
 use olmkit_registry::tonic_health::pb::{
@@ -60,16 +65,33 @@ fn dir_size(dir: &Path) -> u64 {
 }
 
 fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_bundle-tool")
+    env!("CARGO_BIN_EXE_catalog-server")
 }
 
-/// Runs `bundle-tool args` under /usr/bin/time -v: (wall s, peak RSS MB, success).
-fn measure(args: &[&str]) -> (f64, f64, bool) {
+/// Set when this benchmark re-executes itself to build an index: `<catalog>\n<out>`.
+const INDEX_ONLY: &str = "REGISTRY_BENCH_INDEX_ONLY";
+
+/// Builds and writes the index like `bundle-tool catalog index` (checksums included).
+fn build_and_write(catalog: &Path, out: &Path) -> bool {
+    match build_index(catalog, &BuildOptions::default()) {
+        Ok(built) => write_index(out, &built.index).is_ok(),
+        Err(e) => {
+            eprintln!("index build failed: {e}");
+            false
+        }
+    }
+}
+
+/// Builds the index in a child process under /usr/bin/time -v: (wall s, peak RSS MB, success).
+fn measure_index(catalog: &Path, out: &Path) -> (f64, f64, bool) {
     let t = Instant::now();
     let out = Command::new("/usr/bin/time")
         .arg("-v")
-        .arg(bin())
-        .args(args)
+        .arg(std::env::current_exe().expect("own path"))
+        .env(
+            INDEX_ONLY,
+            format!("{}\n{}", catalog.display(), out.display()),
+        )
         .stdout(Stdio::null())
         .output()
         .expect("run /usr/bin/time");
@@ -137,14 +159,13 @@ async fn start(catalog: &Path, extra: &[&str]) -> (Server, f64) {
     let port = free_port();
     let t = Instant::now();
     let child = Command::new(bin())
-        .arg("serve")
         .arg(catalog)
         .args(["--address", "127.0.0.1", "--port", &port.to_string()])
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start bundle-tool serve");
+        .expect("start catalog-server");
     let server = Server {
         child,
         endpoint: format!("http://127.0.0.1:{port}"),
@@ -248,9 +269,19 @@ async fn list_bundles_load(channel: Channel) -> (f64, usize) {
 }
 
 fn main() {
+    if let Some(job) = std::env::var_os(INDEX_ONLY) {
+        let job = job.to_string_lossy().into_owned();
+        let (catalog, out) = job.split_once('\n').expect("catalog and output");
+        std::process::exit(i32::from(!build_and_write(
+            Path::new(catalog),
+            Path::new(out),
+        )));
+    }
     // `cargo bench` passes --bench; `cargo test --benches` runs us with no args: keep that cheap.
     if !std::env::args().any(|a| a == "--bench") {
-        eprintln!("registry_bench: run with `cargo bench -p bundle-tool --bench registry_bench`");
+        eprintln!(
+            "registry_bench: run with `cargo bench -p olmkit-registry --bench registry_bench`"
+        );
         return;
     }
     let Some(catalog) = catalog() else {
@@ -261,7 +292,6 @@ fn main() {
         );
         return;
     };
-    let dir = catalog.to_str().expect("utf-8 path");
     let index = bench_dir().join("registry.index");
     let index_s = index.to_str().expect("utf-8 path").to_string();
     println!(
@@ -271,13 +301,13 @@ fn main() {
         dir_size(&catalog) as f64 / 1e9
     );
     // Warm the page cache so the figures measure the server, not the disk.
-    let _ = measure(&["catalog", "index", dir, "-o", &index_s]);
-    let (w, r, ok) = measure(&["catalog", "index", dir, "-o", &index_s]);
+    let _ = measure_index(&catalog, &index);
+    let (w, r, ok) = measure_index(&catalog, &index);
     let index_kb = std::fs::metadata(&index)
         .map(|m| m.len() / 1024)
         .unwrap_or(0);
     println!(
-        "bundle-tool catalog index:      {w:6.2} s wall, {r:6.0} MB peak RSS, ok={ok}, index {index_kb} KiB"
+        "index build (catalog index):    {w:6.2} s wall, {r:6.0} MB peak RSS, ok={ok}, index {index_kb} KiB"
     );
 
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -288,7 +318,7 @@ fn main() {
         let (scan, t_scan) = start(&catalog, &["--no-index"]).await;
         let pid = scan.child.id();
         println!(
-            "serve from plain FBC:           {t_scan:6.2} s to SERVING, {:6.0} MB RSS    (opm serve: ~177 s, 2.4 GB)",
+            "catalog-server, plain FBC:       {t_scan:6.2} s to SERVING, {:6.0} MB RSS    (opm serve: ~177 s, 2.4 GB)",
             proc_status_mb(pid, "VmRSS:")
         );
         drop(scan);
@@ -296,7 +326,7 @@ fn main() {
         let (server, t_index) = start(&catalog, &["--index", &index_s]).await;
         let pid = server.child.id();
         println!(
-            "serve from the index:           {t_index:6.2} s to SERVING, {:6.0} MB RSS    (opm serve from its cache: 27-38 s)",
+            "catalog-server, index:           {t_index:6.2} s to SERVING, {:6.0} MB RSS    (opm serve from its cache: 27-38 s)",
             proc_status_mb(pid, "VmRSS:")
         );
         let channel = connect(&server.endpoint).await;

@@ -190,9 +190,13 @@ fn scan_split(
         // JSON goes through the catalog loader's fast path, which checks bundle-object data
         // in place and drops it without copying (most of a big catalog's bytes); YAML keeps
         // the objects so that `push_blob` can check them.
+        // The fast path also drops `ref` objects unchecked; the few documents that mention a
+        // `"ref"` key keep their objects so the referenced files are checked too.
         let load_opts = match format {
-            Format::Json => LoadOptions::graph_only(),
-            Format::Yaml => LoadOptions::default(),
+            Format::Json if memchr::memmem::find(&raw.bytes, b"\"ref\"").is_none() => {
+                LoadOptions::graph_only()
+            }
+            _ => LoadOptions::default(),
         };
         let mut blobs = match load_bytes(&out.rel, &raw.bytes, &load_opts) {
             Ok(b) => b,

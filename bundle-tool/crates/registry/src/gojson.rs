@@ -572,4 +572,18 @@ mod tests {
         );
         assert!(check_csv_metadata(&json!({"labels": {"a": null}})).is_ok());
     }
+
+    proptest::proptest! {
+        /// Go-escaped output is still JSON for the same value, and never contains the
+        /// characters Go escapes.
+        #[test]
+        fn go_escaping_round_trips(text in "\\PC{0,40}", key in "[<>&a-z\u{2028}]{0,6}") {
+            let v = json!({key.clone(): text.clone(), "n": [1, {"x": text}]});
+            let out = compact(&v);
+            let back: Value = serde_json::from_str(&out).unwrap();
+            proptest::prop_assert_eq!(back, v);
+            let escaped = ['<', '>', '&', '\u{2028}', '\u{2029}'];
+            proptest::prop_assert!(!out.contains(escaped), "unescaped character in {}", out);
+        }
+    }
 }

@@ -325,4 +325,86 @@ mod tests {
         assert_eq!(sniff(b"schema: x"), Format::Yaml);
         assert_eq!(sniff(b""), Format::Yaml);
     }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+        use serde_json::Value;
+
+        fn leaf() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(Value::from),
+                // Quotes, backslashes, braces and brackets inside strings must not fool the
+                // splitter.
+                "[a-z{}\\[\\]\"\\\\ \n]{0,12}".prop_map(Value::String),
+            ]
+        }
+
+        fn value() -> impl Strategy<Value = Value> {
+            leaf().prop_recursive(3, 24, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                    prop::collection::btree_map("[a-z\"{]{1,4}", inner, 0..4)
+                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        fn object() -> impl Strategy<Value = Value> {
+            prop::collection::btree_map("[a-z]{1,4}", value(), 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect()))
+        }
+
+        proptest! {
+            /// Any stream of JSON objects, compact or pretty, with any blanks between them,
+            /// splits into exactly those objects at exactly their offsets.
+            #[test]
+            fn json_streams_split_exactly(
+                docs in prop::collection::vec(object(), 0..6),
+                pretty in any::<bool>(),
+                gaps in prop::collection::vec("[ \t\n]{0,3}", 6),
+                cap in 1usize..64,
+            ) {
+                let mut text = String::new();
+                let mut starts = Vec::new();
+                for (i, d) in docs.iter().enumerate() {
+                    text.push_str(&gaps[i]);
+                    starts.push(text.len() as u64);
+                    let s = if pretty { serde_json::to_string_pretty(d) } else { serde_json::to_string(d) };
+                    text.push_str(&s.unwrap());
+                }
+                text.push_str(&gaps[5]);
+                let got: Vec<RawDoc> = Splitter::new(io::BufReader::with_capacity(cap, text.as_bytes()), Format::Json)
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                prop_assert_eq!(got.len(), docs.len());
+                for ((raw, want), start) in got.iter().zip(&docs).zip(&starts) {
+                    prop_assert_eq!(raw.offset, *start);
+                    let parsed: Value = serde_json::from_slice(&raw.bytes).unwrap();
+                    prop_assert_eq!(&parsed, want);
+                }
+            }
+
+            /// YAML streams split at markers give the documents the whole-stream parser sees.
+            #[test]
+            fn yaml_streams_split_like_the_parser(docs in prop::collection::vec(object(), 1..5)) {
+                let mut text = String::new();
+                for d in &docs {
+                    text.push_str("---\n");
+                    text.push_str(&olmkit_core::docs::to_yaml("doc", d).unwrap());
+                }
+                let whole = olmkit_core::docs::parse_documents("t", text.as_bytes()).unwrap();
+                let mut pieces = Vec::new();
+                for raw in Splitter::new(io::BufReader::new(text.as_bytes()), Format::Yaml) {
+                    let raw = raw.unwrap();
+                    let start = raw.offset as usize;
+                    prop_assert_eq!(&text.as_bytes()[start..start + raw.bytes.len()], &raw.bytes[..]);
+                    pieces.extend(olmkit_core::docs::parse_documents("t", &raw.bytes).unwrap());
+                }
+                prop_assert_eq!(pieces, whole);
+            }
+        }
+    }
 }
