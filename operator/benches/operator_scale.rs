@@ -75,8 +75,15 @@ fn available(v: &serde_json::Value) -> bool {
         })
 }
 
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    let load_before = loadavg();
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: run a tiny pass then.
     let bench_mode = std::env::args().any(|a| a == "--bench");
     let objects = env_usize("OPERATOR_BENCH_OBJECTS", if bench_mode { 1000 } else { 5 });
@@ -191,7 +198,17 @@ async fn main() {
         .unwrap_or(0.0);
 
     println!(
-        "operator_scale (release binary, stand-in in process, 2 worker threads for the bench client)"
+        "operator_scale ({} binary; stand-in in process; {} CPUs; load average {} before, {} after)",
+        if cfg!(debug_assertions) {
+            "debug (smoke run: use `cargo bench`)"
+        } else {
+            "release"
+        },
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0),
+        load_before,
+        loadavg()
     );
     println!("  idle RSS                          {}", mib(idle));
     println!(

@@ -517,7 +517,7 @@ fn check_rbac(log: &[kube_standin::RecordedRequest]) {
         if !r.user_agent.starts_with(OPERATOR_AGENT) || r.resource.is_empty() {
             continue;
         }
-        let resource = resource_of(&r);
+        let resource = resource_of(r);
         let allowed = if r.resource == "leases" {
             r.namespace == OPERATOR_NS
                 && memcached_operator::rbac::allows(&election, &r.group, &resource, &r.verb)
