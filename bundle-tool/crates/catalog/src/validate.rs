@@ -151,10 +151,13 @@ pub fn image_pullspec_error(spec: &str) -> Option<String> {
     }
 }
 
+/// A field check: name, predicate, what the value must be.
+type FieldCheck<'a> = (&'a str, fn(&serde_json::Value) -> bool, &'a str);
+
 /// Known property types whose values opm parses (and rejects when malformed).
 fn check_property(p: &crate::declcfg::Property) -> Result<(), String> {
     use serde_json::Value;
-    let expect_obj = |fields: &[(&str, fn(&Value) -> bool, &str)]| -> Result<(), String> {
+    let expect_obj = |fields: &[FieldCheck<'_>]| -> Result<(), String> {
         let Some(obj) = p.value.as_object() else {
             return Err(format!(
                 "parse property[{}] of type {:?}: json: cannot unmarshal {} into Go value",

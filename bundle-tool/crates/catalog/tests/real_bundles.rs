@@ -41,7 +41,7 @@ fn graph_md_blocks(op: &str) -> Vec<BTreeMap<String, Vec<ChannelEntry>>> {
     while let Some(start) = rest.find("```yaml\n") {
         let body = &rest[start + 8..];
         let end = body.find("```").unwrap();
-        let doc = olmkit_core::docs::parse_document("GRAPH.md", body[..end].as_bytes()).unwrap();
+        let doc = olmkit_core::docs::parse_document("GRAPH.md", &body.as_bytes()[..end]).unwrap();
         out.push(serde_json::from_value(doc).unwrap());
         rest = &body[end + 3..];
     }

@@ -879,7 +879,7 @@ fn drop_bundle_objects(obj: &mut Map<String, Value>) -> usize {
 
 fn looks_like_base64(s: &str) -> bool {
     let b = s.as_bytes();
-    b.len() % 4 == 0
+    b.len().is_multiple_of(4)
         && b.iter().fold(true, |ok, &c| {
             ok & (c.is_ascii_alphanumeric() | (c == b'+') | (c == b'/') | (c == b'='))
         })
