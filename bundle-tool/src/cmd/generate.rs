@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Subcommands of `bundle-tool generate`.
+// Parsed once per process; boxing the larger variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(clap::Subcommand, Debug)]
 pub enum GenerateCommand {
     /// Write the Memcached CRD with all its versions, as controller-gen names it
@@ -179,6 +181,9 @@ fn read_stdin() -> Result<Vec<InputDocument>, CmdError> {
 }
 
 fn bundle(a: &BundleArgs, g: &GlobalArgs) -> Result<(), CmdError> {
+    if !a.no_validate {
+        olmkit_bundle::schemas::prewarm();
+    }
     let manifests = read_manifests(a, g)?;
     let base_csv = match &a.base_csv {
         Some(p) => {

@@ -35,6 +35,7 @@ pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
 }
 
 fn validate(args: &Args, g: &GlobalArgs) -> Result<(), CmdError> {
+    olmkit_bundle::schemas::prewarm();
     let mut options = ValidateOptions::default();
     for sel in &args.select_optional {
         for s in sel.split(',').filter(|s| !s.trim().is_empty()) {

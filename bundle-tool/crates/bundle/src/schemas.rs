@@ -109,6 +109,22 @@ fn kube_validator(file: &'static str) -> &'static Compiled {
     }
 }
 
+/// Starts compiling the CSV and Deployment validators on background threads, so the work
+/// (about 5 ms and 8 ms optimized) overlaps with reading and parsing the input. Later
+/// validation calls wait for the compiled validators instead of compiling them again.
+pub fn prewarm() {
+    let _ = std::thread::Builder::new()
+        .name("csv-schema".into())
+        .spawn(|| {
+            let _ = csv_validator();
+        });
+    let _ = std::thread::Builder::new()
+        .name("deployment-schema".into())
+        .spawn(|| {
+            let _ = kube_validator("deployment-apps-v1");
+        });
+}
+
 /// Turns a JSON pointer into the dotted path style findings use.
 pub fn pointer_to_path(pointer: &str) -> String {
     let mut out = String::new();
@@ -149,6 +165,12 @@ fn run(validator: &Validator, instance: &Value) -> Vec<SchemaViolation> {
     out.sort_by(|a, b| (&a.path, &a.message).cmp(&(&b.path, &b.message)));
     out.dedup();
     out
+}
+
+/// The embedded CSV schema as compact JSON (draft 4), for peers such as Python's
+/// `jsonschema.Draft4Validator` that benchmarks compare against.
+pub fn csv_schema_json() -> &'static str {
+    CSV_SCHEMA
 }
 
 /// Validates a CSV against OLM's ClusterServiceVersion CRD schema (v1alpha1).
