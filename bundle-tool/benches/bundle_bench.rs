@@ -11,6 +11,8 @@
 //! Run: `cargo bench -p bundle-tool --bench bundle_bench`. Target: our bundle generated and
 //! validated end to end in under 50 ms.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use olmkit_bundle::generate::{GenerateInputs, GenerateOptions, generate_bundle};
 use olmkit_bundle::load::load_manifest_stream;
 use olmkit_bundle::{ValidateOptions, load_bundle_dir, schemas, validate_bundle};

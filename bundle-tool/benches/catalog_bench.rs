@@ -9,6 +9,8 @@
 //! For scale (from the issue): `opm validate` on such a catalog took ~97 s and 8.8 GB peak RSS,
 //! `opm render` ~69 s and 5.6 GB. opm is not installed here, so it is not re-run.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use base64::Engine;
 use olmkit_catalog::declcfg::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property, WriteFormat,

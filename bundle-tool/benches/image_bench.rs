@@ -241,8 +241,8 @@ fn main() {
         println!("push: docker-registry or skopeo missing (run tests/scripts/setup.sh); skipped");
         return;
     }
-    let registry = Registry::start();
-    let host = registry.host();
+    // A fresh registry per run and per tool: skopeo's blob-info cache would otherwise turn
+    // uploads into cross-repository mounts of blobs an earlier run left behind.
     let rt = tokio::runtime::Runtime::new().unwrap();
     let opts = PushOptions {
         remote: RemoteOptions {
@@ -250,34 +250,52 @@ fn main() {
             ..Default::default()
         },
     };
-    println!("push to a local docker-registry ({host}), fresh repository per run:");
-    for (name, img, layout_name) in [
+    let images = [
         ("operator", &op, "operator:bench"),
         ("bundle", &bundle, "bundle:bench"),
         ("catalog", &catalog, "catalog:bench"),
-    ] {
-        let (ms_ours, _) = time(runs, |i| {
-            let r = parse_reference(&format!("{host}/ours-{name}-{i}:v1")).unwrap();
-            rt.block_on(push(img, &r, &opts)).unwrap()
-        });
-        let (ms_again, rep) = time(runs, |_| {
-            let r = parse_reference(&format!("{host}/ours-{name}-0:v1")).unwrap();
-            rt.block_on(push(img, &r, &opts)).unwrap()
-        });
-        assert_eq!(rep.blobs_uploaded, 0);
-        let (ms_skopeo, ok) = time(runs, |i| {
-            Command::new("skopeo")
+    ];
+    let mut ours = vec![Vec::new(); 3];
+    let mut again = vec![Vec::new(); 3];
+    let mut peer = vec![Vec::new(); 3];
+    let mut peer_ok = true;
+    for _ in 0..runs {
+        let registry = Registry::start();
+        let host = registry.host();
+        for (k, (name, img, _)) in images.iter().enumerate() {
+            let r = parse_reference(&format!("{host}/{name}:v1")).unwrap();
+            let t = Instant::now();
+            rt.block_on(push(img, &r, &opts)).unwrap();
+            ours[k].push(t.elapsed().as_secs_f64() * 1000.0);
+            let t = Instant::now();
+            let rep = rt.block_on(push(img, &r, &opts)).unwrap();
+            again[k].push(t.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(rep.blobs_uploaded, 0);
+        }
+        drop(registry);
+        let registry = Registry::start();
+        let host = registry.host();
+        for (k, (name, _, layout_name)) in images.iter().enumerate() {
+            let t = Instant::now();
+            peer_ok &= Command::new("skopeo")
                 .args(["copy", "--quiet", "--dest-tls-verify=false"])
                 .arg(format!("oci:{}:{layout_name}", layout.display()))
-                .arg(format!("docker://{host}/skopeo-{name}-{i}:v1"))
+                .arg(format!("docker://{host}/{name}:v1"))
                 .output()
                 .map(|o| o.status.success())
-                .unwrap_or(false)
-        });
+                .unwrap_or(false);
+            peer[k].push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    println!("push to a local docker-registry, empty registry each run:");
+    for (k, (name, img, _)) in images.iter().enumerate() {
         println!(
-            "  {name:<9} {:>7.2} MiB   bundle-tool {ms_ours:>7.1} ms   (already there: {ms_again:>6.1} ms)   skopeo copy {ms_skopeo:>7.1} ms{}",
+            "  {name:<9} {:>7.2} MiB   bundle-tool {:>7.1} ms   (already there: {:>6.1} ms)   skopeo copy {:>7.1} ms{}",
             mib(img.compressed_size()),
-            if ok { "" } else { " (skopeo FAILED)" }
+            median(ours[k].clone()),
+            median(again[k].clone()),
+            median(peer[k].clone()),
+            if peer_ok { "" } else { " (skopeo FAILED)" }
         );
     }
 }

@@ -30,6 +30,7 @@ pub enum Command {
     #[command(subcommand)]
     Catalog(cmd::catalog::CatalogCommand),
     /// Release a new version: bundle, catalog update, validation and images, in one step.
+    #[command(disable_version_flag = true)]
     Release(cmd::release::Args),
     /// Add an already released bundle to another channel.
     Promote(cmd::promote::Args),
@@ -51,4 +52,17 @@ pub enum Command {
     Upgrade(cmd::upgrade::Args),
     /// Approve a pending manual InstallPlan.
     Approve(cmd::approve::Args),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// clap's own consistency checks (unique names, valid groups...) over every subcommand;
+    /// they would otherwise only fire when a user runs the broken command.
+    #[test]
+    fn grammar_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }

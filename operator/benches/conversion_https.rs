@@ -14,6 +14,8 @@
 //! Run: `cargo bench -p memcached-operator --bench conversion_https`. Under `cargo test` (no
 //! `--bench` argument) it runs for a fraction of a second as a smoke test.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -17,6 +17,8 @@
 //! Run: `cargo bench -p memcached-operator --bench conversion_inprocess`. Under `cargo test` (no
 //! `--bench` argument) it runs a few iterations only, as a smoke test.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -3,6 +3,8 @@
 //! byte-identical regeneration, exit codes 0/1/2 with `error:`/`hint:` lines, JSON output, and
 //! no partial output when generation or validation fails.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -2,6 +2,8 @@
 //! with every problem reported in one run (text and JSON), unreadable bundles are reported
 //! without stopping the others, and `--previous` checks upgrades.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use assert_cmd::Command;
 use serde_json::Value;
 use std::collections::BTreeSet;

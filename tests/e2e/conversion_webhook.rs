@@ -6,6 +6,8 @@
 //! the peer certificate the client sees), a certificate that appears after start, bad input, and
 //! process-level behaviour (port in use, SIGTERM).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};

@@ -2,6 +2,7 @@
 //! `bundle-tool` binary, make a real statically linked executable to put into images, and read
 //! layouts back with independent tools.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

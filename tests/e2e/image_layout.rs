@@ -278,7 +278,7 @@ fn same_inputs_same_digests_and_a_catalog_change_touches_only_its_layer() {
     let some_file = files(&fbc).into_keys().next().unwrap();
     let p = fbc.join(&some_file);
     let mut text = std::fs::read_to_string(&p).unwrap();
-    text.push_str("\n");
+    text.push('\n');
     std::fs::write(&p, text).unwrap();
     let c = build("a");
     assert_ne!(a["digest"], c["digest"]);

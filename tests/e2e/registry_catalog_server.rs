@@ -190,3 +190,65 @@ fn a_client_that_never_hangs_up_does_not_block_shutdown() {
     drop(packages);
     drop(rt);
 }
+
+/// Runs the server binary under the name OLM's catalog pod probes exec (catalog images link
+/// `/bin/grpc_health_probe` to it); returns (exit code, stdout, stderr).
+fn health_probe(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let link = dir.join("grpc_health_probe");
+    if !link.exists() {
+        std::os::unix::fs::symlink(bin(), &link).unwrap();
+    }
+    let out = Command::new(&link).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn acts_as_grpc_health_probe_with_its_exit_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Loading (NOT_SERVING) then serving, as OLM's readiness probe sees it.
+    let server = Server::start(
+        &bin(),
+        &[
+            edge_catalog().to_str().unwrap(),
+            "--debug-load-delay-ms",
+            "2000",
+        ],
+    );
+    let port = server.addr.rsplit(':').next().unwrap().to_string();
+    let (code, _, err) = health_probe(tmp.path(), &[&format!("-addr=:{port}")]);
+    assert_eq!(code, 4, "NOT_SERVING while loading: {err}");
+    assert!(err.contains("NOT_SERVING"), "{err}");
+    server.wait_log("catalog loaded", Duration::from_secs(30));
+    let (code, out, err) = health_probe(tmp.path(), &[&format!("-addr=:{port}")]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.trim(), "status: SERVING");
+    let (code, out, _) = health_probe(
+        tmp.path(),
+        &[
+            "--addr",
+            &server.addr,
+            "-service=api.Registry",
+            "-rpc-timeout=2s",
+            "-quiet",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert!(out.is_empty());
+    // An unknown service is an RPC failure (NOT_FOUND), like grpc_health_probe reports it.
+    let (code, _, err) = health_probe(tmp.path(), &[&format!("-addr=:{port}"), "-service=nope"]);
+    assert_eq!(code, 3, "{err}");
+    // Bad flags.
+    let (code, _, err) = health_probe(tmp.path(), &["-addr=:1", "-tls"]);
+    assert_eq!(code, 1, "{err}");
+    server.stop();
+    // Nobody listening: connection failure.
+    let (code, _, err) = health_probe(
+        tmp.path(),
+        &[&format!("-addr=127.0.0.1:{port}"), "-connect-timeout=300ms"],
+    );
+    assert_eq!(code, 2, "{err}");
+}

@@ -40,21 +40,9 @@ pub struct CrdsArgs {
     pub output_dir: PathBuf,
 }
 
-/// Arguments of `generate bundle`.
-#[derive(clap::Args, Debug)]
-pub struct BundleArgs {
-    /// Bundle version (semver, e.g. 0.1.0).
-    #[arg(long)]
-    pub version: String,
-    /// Package name [default: the base CSV's name without .vX.Y.Z].
-    #[arg(long)]
-    pub package: Option<String>,
-    /// Channels, comma-separated [default: alpha].
-    #[arg(long, value_delimiter = ',')]
-    pub channels: Vec<String>,
-    /// Default channel [default: the only channel, when there is one].
-    #[arg(long)]
-    pub default_channel: Option<String>,
+/// Where a bundle's inputs come from (shared by `generate bundle` and `release`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct InputArgs {
     /// The operator's manifests: a directory of YAML/JSON, a file, or `-` for stdin (e.g.
     /// `kubectl kustomize config/manifests | bundle-tool generate bundle --manifests -`).
     #[arg(long, value_name = "DIR|FILE|-", conflicts_with = "kustomize")]
@@ -70,6 +58,26 @@ pub struct BundleArgs {
     /// manifests).
     #[arg(long, value_name = "DIR")]
     pub samples: Option<PathBuf>,
+}
+
+/// Arguments of `generate bundle`.
+#[derive(clap::Args, Debug)]
+pub struct BundleArgs {
+    /// Bundle version (semver, e.g. 0.1.0).
+    #[arg(long)]
+    pub version: String,
+    /// Package name [default: the base CSV's name without .vX.Y.Z].
+    #[arg(long)]
+    pub package: Option<String>,
+    /// Channels, comma-separated [default: alpha].
+    #[arg(long, value_delimiter = ',')]
+    pub channels: Vec<String>,
+    /// Default channel [default: the only channel, when there is one].
+    #[arg(long)]
+    pub default_channel: Option<String>,
+    /// Where the operator's manifests come from.
+    #[command(flatten)]
+    pub inputs: InputArgs,
     /// Output directory [default: bundle/<package>/<version>].
     #[arg(long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
@@ -151,7 +159,7 @@ fn kustomize(dir: &Path, g: &GlobalArgs) -> Result<Vec<InputDocument>, CmdError>
     load_manifest_stream(&source, &out.stdout).map_err(load_error)
 }
 
-fn read_manifests(a: &BundleArgs, g: &GlobalArgs) -> Result<Vec<InputDocument>, CmdError> {
+fn read_manifests(a: &InputArgs, g: &GlobalArgs) -> Result<Vec<InputDocument>, CmdError> {
     if let Some(dir) = &a.kustomize {
         return kustomize(dir, g);
     }
@@ -168,22 +176,8 @@ fn read_manifests(a: &BundleArgs, g: &GlobalArgs) -> Result<Vec<InputDocument>, 
     }
 }
 
-fn read_stdin() -> Result<Vec<InputDocument>, CmdError> {
-    let mut buf = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut buf)
-        .map_err(|e| CmdError::user(anyhow::anyhow!("cannot read stdin: {e}")))?;
-    if buf.iter().all(u8::is_ascii_whitespace) {
-        return Err(CmdError::msg("<stdin>: no manifests (empty input)")
-            .hint("pipe the operator's manifests, e.g. `kubectl kustomize config/manifests | bundle-tool generate bundle --version X --manifests -`"));
-    }
-    load_manifest_stream("<stdin>", &buf).map_err(load_error)
-}
-
-fn bundle(a: &BundleArgs, g: &GlobalArgs) -> Result<(), CmdError> {
-    if !a.no_validate {
-        olmkit_bundle::schemas::prewarm();
-    }
+/// Reads the manifests, base CSV and samples named by `a`.
+pub(crate) fn load_inputs(a: &InputArgs, g: &GlobalArgs) -> Result<GenerateInputs, CmdError> {
     let manifests = read_manifests(a, g)?;
     let base_csv = match &a.base_csv {
         Some(p) => {
@@ -203,6 +197,30 @@ fn bundle(a: &BundleArgs, g: &GlobalArgs) -> Result<(), CmdError> {
         Some(d) => load_manifest_dir(d).map_err(load_error)?,
         None => Vec::new(),
     };
+    Ok(GenerateInputs {
+        manifests,
+        base_csv,
+        samples,
+    })
+}
+
+fn read_stdin() -> Result<Vec<InputDocument>, CmdError> {
+    let mut buf = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut buf)
+        .map_err(|e| CmdError::user(anyhow::anyhow!("cannot read stdin: {e}")))?;
+    if buf.iter().all(u8::is_ascii_whitespace) {
+        return Err(CmdError::msg("<stdin>: no manifests (empty input)")
+            .hint("pipe the operator's manifests, e.g. `kubectl kustomize config/manifests | bundle-tool generate bundle --version X --manifests -`"));
+    }
+    load_manifest_stream("<stdin>", &buf).map_err(load_error)
+}
+
+fn bundle(a: &BundleArgs, g: &GlobalArgs) -> Result<(), CmdError> {
+    if !a.no_validate {
+        olmkit_bundle::schemas::prewarm();
+    }
+    let inputs = load_inputs(&a.inputs, g)?;
     let created_at = epoch::build_time()
         .map(epoch::rfc3339)
         .user_hint("unset SOURCE_DATE_EPOCH or set it to seconds since 1970")?;
@@ -216,11 +234,6 @@ fn bundle(a: &BundleArgs, g: &GlobalArgs) -> Result<(), CmdError> {
         skip_range: a.skip_range.clone(),
         created_at,
         builder: format!("bundle-tool-v{}", env!("CARGO_PKG_VERSION")),
-    };
-    let inputs = GenerateInputs {
-        manifests,
-        base_csv,
-        samples,
     };
     let generated = generate_bundle(&inputs, &options).map_err(|e| {
         let hint = e.hint();

@@ -29,6 +29,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Subcommands of `bundle-tool image`.
+// Parsed once per process; boxing the larger variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(clap::Subcommand, Debug)]
 pub enum ImageCommand {
     /// Build an image into an OCI image layout (and optionally push it).
@@ -363,7 +365,7 @@ fn parse_owner(s: &str) -> Result<Owner, String> {
     }
 }
 
-fn build_time(created: Option<&str>) -> Result<jiff::Timestamp, CmdError> {
+pub(crate) fn build_time(created: Option<&str>) -> Result<jiff::Timestamp, CmdError> {
     let hint = "use `now`, seconds since 1970 (e.g. 1700000000) or RFC 3339 (2024-01-02T03:04:05Z)";
     match created {
         Some("now") => Ok(jiff::Timestamp::now()),
@@ -385,7 +387,7 @@ fn platform(s: &str) -> Result<Platform, CmdError> {
     Platform::parse(s).map_err(build_err)
 }
 
-fn build_err(e: BuildImageError) -> CmdError {
+pub(crate) fn build_err(e: BuildImageError) -> CmdError {
     let user = e.is_user_error();
     let hint = match &e {
         BuildImageError::Binary { .. } => {
@@ -407,7 +409,7 @@ fn build_err(e: BuildImageError) -> CmdError {
     err
 }
 
-fn layout_err(e: WriteLayoutError) -> CmdError {
+pub(crate) fn layout_err(e: WriteLayoutError) -> CmdError {
     match e {
         WriteLayoutError::NotALayout { .. } => CmdError::user(e)
             .hint("pass --layout with a new or empty directory, or an existing OCI layout"),
@@ -506,7 +508,7 @@ fn remote_options(
     ))
 }
 
-async fn push_image(
+pub(crate) async fn push_image(
     image: &Image,
     target: &str,
     args: &RegistryArgs,
@@ -522,7 +524,7 @@ async fn push_image(
     result.map_err(push_err)
 }
 
-fn human_size(bytes: u64) -> String {
+pub(crate) fn human_size(bytes: u64) -> String {
     if bytes >= 1 << 20 {
         format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
     } else if bytes >= 1 << 10 {
@@ -813,6 +815,7 @@ pub async fn run(command: ImageCommand, g: &GlobalArgs) -> Result<(), CmdError> 
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

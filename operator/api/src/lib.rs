@@ -10,6 +10,8 @@
 //! - [`v1beta1`]: replicas, image and memory limit; served.
 //! - [`v1`]: the storage version and conversion hub; served.
 
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod conversion;
 pub mod crd;
 pub mod image_ref;

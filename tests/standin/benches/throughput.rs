@@ -5,6 +5,8 @@
 //!
 //! Run: `cargo bench -p kube-standin --bench throughput`
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -2,6 +2,8 @@
 //! selectors, pagination, patches, server-side apply, deletion, garbage collection, namespaces,
 //! scale, schema handling, tables, discovery and the request log.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;

@@ -3,6 +3,8 @@
 //! (`spec.size`); reads, writes, lists and watches work in both versions; a failing webhook
 //! gives the real server's 500; deprecated versions carry a `Warning` header.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::sync::Arc;

@@ -2,6 +2,8 @@
 //! (tables with printer columns, -o yaml), delete, api-resources, errors, and `kubectl get csv`
 //! with the OLM CRDs loaded.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::io::{BufRead, BufReader};

@@ -2,6 +2,8 @@
 //! resume after a disconnect, recover from 410 Gone; Controller reconciles; the finalizer helper
 //! adds, cleans up and removes its finalizer; kube-lease-manager elects one leader.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::sync::Arc;

@@ -2,6 +2,8 @@
 //! and template changes replace pods; failing pods make the Deployment unavailable; deleting
 //! the Deployment collects its pods.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;

@@ -7,6 +7,8 @@
 //! [`write`] puts those files on disk all-or-nothing, and [`validate`] checks a loaded bundle
 //! (pure, every problem reported).
 
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod generate;
 pub(crate) mod json;
 pub mod kinds;

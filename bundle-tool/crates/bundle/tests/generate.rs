@@ -2,6 +2,8 @@
 //! artifacts, OLM schema conformance, idempotence, preservation of the base CSV's content,
 //! and errors that name the input document and field.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;

@@ -15,6 +15,8 @@
 //! - Optional suites only warn about them (channel names such as `alpha`, missing resource
 //!   requests of sidecars, missing minKubeVersion in skupper): OperatorHub accepted them all.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;

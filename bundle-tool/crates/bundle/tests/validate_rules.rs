@@ -2,6 +2,8 @@
 //! breaks it: the rule must fire with its severity, file and field path, and the unmutated
 //! bundle must produce no finding at all.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use olmkit_bundle::load::bundle_from_files;

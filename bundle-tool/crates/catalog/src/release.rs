@@ -390,7 +390,8 @@ fn bridge(cfg: &DeclarativeConfig, package: &str, version: &Version, except: &st
         .unwrap_or_default()
 }
 
-fn skip_range_for(mode: &SkipRangeMode, version: &Version) -> Result<String, PlanReleaseError> {
+/// The `skipRange` that `mode` gives a release of `version` (empty for none).
+pub fn skip_range_for(mode: &SkipRangeMode, version: &Version) -> Result<String, PlanReleaseError> {
     match mode {
         SkipRangeMode::None => Ok(String::new()),
         SkipRangeMode::BelowNew => {
@@ -581,6 +582,61 @@ pub fn plan_release(
         }
     }
     finish(cfg, &package, &name, &version, changes)
+}
+
+/// Upgrade edges a release of `version` into `channels` will get, for its CSV: `spec.replaces`
+/// is the edge of the first target channel (the head that channel has now, or for a new channel
+/// the highest lower version released elsewhere), exactly what [`plan_release`] puts into that
+/// channel's entry. When `version` is already released, its recorded entry is returned instead
+/// (so that re-running a release regenerates the same CSV). `Ok(None)`: nothing to replace.
+pub fn csv_edges(
+    cfg: &DeclarativeConfig,
+    package: &str,
+    channels: &[String],
+    version: &Version,
+) -> Result<Option<ChannelEntry>, PlanReleaseError> {
+    let released = cfg
+        .bundles
+        .iter()
+        .filter(|b| b.package == package)
+        .find(|b| bundle_version(b).is_some_and(|v| v.cmp_precedence(version).is_eq()));
+    if let Some(b) = released {
+        let entry = channels
+            .iter()
+            .chain(
+                cfg.channels
+                    .iter()
+                    .filter(|c| c.package == package)
+                    .map(|c| &c.name),
+            )
+            .filter_map(|name| {
+                cfg.channels
+                    .iter()
+                    .find(|c| c.package == package && &c.name == name)
+            })
+            .find_map(|c| c.entries.iter().find(|e| e.name == b.name));
+        return Ok(entry.cloned());
+    }
+    let Some(first) = channels.first() else {
+        return Ok(None);
+    };
+    let replaces = match cfg
+        .channels
+        .iter()
+        .find(|c| c.package == package && &c.name == first)
+    {
+        Some(ch) if !ch.entries.is_empty() => single_head(ch, cfg, package)?.0,
+        _ => bridge(cfg, package, version, ""),
+    };
+    if replaces.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(ChannelEntry {
+        name: String::new(),
+        replaces,
+        skips: Vec::new(),
+        skip_range: String::new(),
+    }))
 }
 
 /// Plans adding the released bundle with `version` of `package` to `channel`.

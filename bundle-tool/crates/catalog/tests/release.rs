@@ -5,7 +5,8 @@
 use olmkit_catalog::declcfg::{Bundle, DeclarativeConfig, LoadOptions, Property, load_dir};
 use olmkit_catalog::layout::{CatalogDir, write_package_update};
 use olmkit_catalog::release::{
-    Change, Outcome, PlanReleaseError, ReleaseRequest, SkipRangeMode, plan_promote, plan_release,
+    Change, Outcome, PlanReleaseError, ReleaseRequest, SkipRangeMode, csv_edges, plan_promote,
+    plan_release,
 };
 use olmkit_catalog::validate::validate;
 use olmkit_core::fsio::read_tree;
@@ -296,4 +297,60 @@ fn release_into_a_catalog_loaded_without_objects_then_written_in_full() {
         ]
     );
     assert_eq!(after.packages.len(), full_before.packages.len());
+}
+
+/// The CSV's `replaces` (computed before the bundle exists) is always the edge the plan then
+/// gives the first target channel; a released version gets its recorded edges back.
+#[test]
+fn csv_edges_agree_with_the_plan() {
+    let v = |s: &str| semver::Version::parse(s).unwrap();
+    let ch = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let empty = DeclarativeConfig::default();
+    assert_eq!(
+        csv_edges(&empty, "memcached-operator", &ch(&["alpha"]), &v("0.1.0")).unwrap(),
+        None
+    );
+    let mut cfg = release(&empty, "0.1.0", &["alpha"]);
+    cfg = release(&cfg, "0.2.0", &["alpha"]);
+    for (version, channels, want) in [
+        ("0.3.0", vec!["alpha"], "memcached-operator.v0.2.0"),
+        // A new channel bridges from the highest lower release.
+        (
+            "0.3.0",
+            vec!["stable", "alpha"],
+            "memcached-operator.v0.2.0",
+        ),
+        ("0.1.5", vec!["candidate"], "memcached-operator.v0.1.0"),
+    ] {
+        let e = csv_edges(&cfg, "memcached-operator", &ch(&channels), &v(version))
+            .unwrap()
+            .unwrap();
+        assert_eq!(e.replaces, want, "{version} {channels:?}");
+        let plan = plan_release(&cfg, &req(version, &channels)).unwrap();
+        let first = plan
+            .catalog
+            .channels
+            .iter()
+            .find(|c| c.name == channels[0])
+            .unwrap();
+        let entry = first
+            .entries
+            .iter()
+            .find(|x| x.name.ends_with(version))
+            .unwrap();
+        assert_eq!(entry.replaces, e.replaces);
+    }
+    // Released: the recorded entry, whatever channels are asked for.
+    let e = csv_edges(&cfg, "memcached-operator", &ch(&["stable"]), &v("0.2.0"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(e.name, "memcached-operator.v0.2.0");
+    assert_eq!(e.replaces, "memcached-operator.v0.1.0");
+    // A broken channel is reported, not guessed around.
+    let mut broken = cfg.clone();
+    broken.channels[0].entries[1].replaces.clear();
+    assert!(matches!(
+        csv_edges(&broken, "memcached-operator", &ch(&["alpha"]), &v("0.3.0")),
+        Err(PlanReleaseError::BrokenChannel { .. })
+    ));
 }

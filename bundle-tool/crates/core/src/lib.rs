@@ -5,6 +5,8 @@
 //! input named in every error ([`docs`]), and reproducible timestamps from `SOURCE_DATE_EPOCH`
 //! ([`epoch`]).
 
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod docs;
 pub mod epoch;
 pub mod findings;

@@ -12,13 +12,14 @@
 //!   ([`payload`], with Go-compatible JSON from [`gojson`]);
 //! - [`query`] implements each RPC's semantics the way operator-registry's `pkg/cache` does;
 //! - [`service`] and [`server`] put it on the wire with health checks, reflection and graceful
-//!   shutdown.
+//!   shutdown; [`probe`] is the `grpc_health_probe` the server also acts as in catalog images.
 
 pub mod build;
 pub mod catalog;
 pub mod gojson;
 pub mod index;
 pub mod payload;
+pub mod probe;
 pub mod query;
 pub mod server;
 pub mod service;

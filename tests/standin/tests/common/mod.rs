@@ -1,5 +1,7 @@
 //! Shared helpers of the stand-in's integration tests: a test CRD, starting a stand-in and
 //! building a kube client for it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code)]
 
 use kube::Client;

@@ -1,5 +1,7 @@
 //! Shared helpers of olmkit-bundle's integration tests: fixture paths and the memcached
 //! fixture project's generated bundle.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code)]
 
 use olmkit_bundle::Bundle;

@@ -1,6 +1,9 @@
 //! `catalog-server`: the entrypoint of catalog images. Serves a File-Based Catalog over
 //! operator-registry's gRPC API, like `opm serve`, from a small static binary.
 //!
+//! Invoked as `grpc_health_probe` (catalog images link that name to it), it is a health probe
+//! instead: see `olmkit_registry::probe`.
+//!
 //! Exit codes: 0 after a clean shutdown, 1 when the catalog cannot be loaded and
 //! `--exit-on-load-error` is set, 2 for anything else (port in use, ...).
 
@@ -20,7 +23,48 @@ struct Args {
     log_json: bool,
 }
 
+/// Invoked as `grpc_health_probe` (the link catalog images carry for OLM's exec probes):
+/// check the server's health like that tool and exit with its codes.
+fn probe_main(argv: &[String]) -> ExitCode {
+    use olmkit_registry::probe::{EXIT_FLAGS, EXIT_SERVING, parse_probe_args, probe};
+    let args = match parse_probe_args(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EXIT_FLAGS);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_FLAGS);
+        }
+    };
+    let (code, message) = runtime.block_on(probe(&args));
+    if code == EXIT_SERVING {
+        if !args.quiet {
+            println!("{message}");
+        }
+    } else {
+        eprintln!("{message}");
+    }
+    ExitCode::from(code)
+}
+
 fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    let invoked_as = argv
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    if invoked_as == "grpc_health_probe" {
+        return probe_main(&argv[1..]);
+    }
     let args = Args::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));

@@ -1,0 +1,126 @@
+# Memcached operator + bundle-tool (OLM packaging in Rust). `make help` lists the targets.
+#
+# The two commands the README promises:
+#   make release VERSION=X   the main job: bundle, catalog update and images into ./images (OCI layout)
+#   make test                installs what the tests need (tests/scripts/setup.sh) and runs them all
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+CARGO ?= cargo
+KUBECTL ?= kubectl
+# Release inputs (override on the command line: make release VERSION=0.4.0 CHANNELS="alpha stable").
+VERSION ?=
+CHANNELS ?=
+DEFAULT_CHANNEL ?=
+# Image names: $(IMAGE_TAG_BASE):$(VERSION), -bundle:v$(VERSION), -catalog:v$(VERSION).
+IMAGE_TAG_BASE ?= quay.io/example/memcached-operator
+LAYOUT ?= images
+RELEASE_FLAGS ?=
+# Reproducible timestamps (CSV createdAt, image configs): the last commit's time, unless set.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+export SOURCE_DATE_EPOCH
+
+STATIC := target/static
+BUNDLE_TOOL := $(CARGO) run -q -p bundle-tool --bin bundle-tool --
+OPERATOR := $(CARGO) run -q -p memcached-operator --bin operator --
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target> [VAR=value]\n"} \
+	  /^[a-zA-Z_0-9-]+:.*?##/ { printf "  %-14s %s\n", $$1, $$2 } \
+	  /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: build
+build: ## Build every binary (debug).
+	$(CARGO) build --workspace --bins
+
+.PHONY: fmt
+fmt: ## Format the code.
+	$(CARGO) fmt --all
+
+.PHONY: lint
+lint: ## cargo fmt --check and clippy with warnings as errors.
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+.PHONY: manifests
+manifests: ## Regenerate the CRD and RBAC in config/ from the Rust types and the operator's API-call table.
+	$(BUNDLE_TOOL) generate crds --output-dir config/crd/bases
+	$(OPERATOR) rbac --role manager > config/rbac/role.yaml.tmp && mv config/rbac/role.yaml.tmp config/rbac/role.yaml
+	$(OPERATOR) rbac --role leader-election > config/rbac/leader_election_role.yaml.tmp && mv config/rbac/leader_election_role.yaml.tmp config/rbac/leader_election_role.yaml
+
+.PHONY: verify
+verify: manifests ## Regenerate everything generated and fail on a diff; check bundle/ and catalog/ against each other.
+	@git diff --exit-code -- config/ || { echo "error: config/ is out of date: run 'make manifests' and commit" >&2; exit 1; }
+	$(BUNDLE_TOOL) validate bundle/*/*/
+	$(BUNDLE_TOOL) catalog validate catalog
+	$(BUNDLE_TOOL) catalog verify --catalog-dir catalog --bundles bundle
+
+##@ Test
+
+.PHONY: setup
+setup: ## Install what the tests need (Debian packages, Python venv); idempotent.
+	tests/scripts/setup.sh
+
+.PHONY: test
+test: setup ## Install what the tests need, then run every test (unit, property, snapshot, e2e).
+	$(CARGO) test --workspace --no-fail-fast
+	$(MAKE) --no-print-directory verify
+
+.PHONY: bench
+bench: setup ## Run the benchmarks (figures, not assertions); see BENCHMARKS.md.
+	$(CARGO) bench -p memcached-operator
+	$(CARGO) bench -p bundle-tool
+	$(CARGO) bench -p olmkit-registry
+	$(CARGO) bench -p olmkit-cluster
+	$(CARGO) bench -p kube-standin
+
+##@ Release
+
+.PHONY: static
+static: ## Build statically linked operator, bundle-tool and catalog-server (target/static/).
+	hack/build-static.sh
+
+.PHONY: release
+release: static ## Release VERSION: bundle, catalog entries and images in ./images, all or nothing.
+	@[ -n "$(VERSION)" ] || { echo "error: VERSION is required, e.g. make release VERSION=0.4.0" >&2; exit 1; }
+	$(STATIC)/bundle-tool release --version $(VERSION) \
+	  $(foreach c,$(CHANNELS),--channel $(c)) \
+	  $(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL)) \
+	  --operator-repo $(IMAGE_TAG_BASE) \
+	  --operator-binary $(STATIC)/operator --catalog-server $(STATIC)/catalog-server \
+	  --layout $(LAYOUT) $(RELEASE_FLAGS)
+
+.PHONY: release-plan
+release-plan: ## Show what `make release VERSION=X` would change, changing nothing.
+	@[ -n "$(VERSION)" ] || { echo "error: VERSION is required" >&2; exit 1; }
+	$(BUNDLE_TOOL) release --version $(VERSION) $(foreach c,$(CHANNELS),--channel $(c)) \
+	  $(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL)) --operator-repo $(IMAGE_TAG_BASE) --plan
+
+##@ Cluster (needs a kubeconfig)
+
+.PHONY: run
+run: ## Run the operator against the current kubeconfig's cluster (CRD must be installed).
+	$(OPERATOR) run --disable-webhook
+
+.PHONY: install
+install: ## Install the CRD into the cluster.
+	$(KUBECTL) kustomize config/crd | $(KUBECTL) apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: ## Remove the CRD (and every Memcached) from the cluster.
+	$(KUBECTL) kustomize config/crd | $(KUBECTL) delete --ignore-not-found -f -
+
+.PHONY: deploy
+deploy: ## Deploy the operator with kustomize (config/default; needs cert-manager).
+	$(KUBECTL) kustomize config/default | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: ## Remove what `make deploy` created.
+	$(KUBECTL) kustomize config/default | $(KUBECTL) delete --ignore-not-found -f -

@@ -1,0 +1,579 @@
+//! End to end: `bundle-tool release` on a copy of this repository's own `config/`, through the
+//! real binary. Three releases over alpha and stable (replaces, a new channel bridged from the
+//! other, a skipRange), the catalog they produce checked by `catalog validate`, `catalog
+//! verify` and `validate`; a re-run is a no-op and a changed re-release is refused; `--plan`
+//! writes nothing; failures at every stage (bad version, broken inputs, a broken catalog, a
+//! bad binary, an unreachable registry) leave `bundle/` and `catalog/` byte-for-byte as they
+//! were; images land in an OCI layout that skopeo reads, reproducibly; `--push
+//! --use-image-digests` against a real registry records digests that skopeo confirms.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "image_harness.rs"]
+mod harness;
+
+use e2e_support::registry::{Registry, free_port, require_tool, skopeo};
+use harness::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const PKG: &str = "memcached-operator";
+
+/// A scratch project: this repository's `config/`, nothing released yet.
+struct Project {
+    tmp: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Project {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_dir(&root().join("config"), &tmp.path().join("config"));
+        Project { tmp }
+    }
+    fn dir(&self) -> &Path {
+        self.tmp.path()
+    }
+    fn release(&self, args: &[&str]) -> (i32, String, String) {
+        run(bundle_tool()
+            .current_dir(self.dir())
+            .arg("release")
+            .args(args))
+    }
+    fn release_ok(&self, args: &[&str]) -> String {
+        let (code, out, err) = self.release(args);
+        assert_eq!(code, 0, "release {args:?} failed:\n{out}\n{err}");
+        out
+    }
+    /// Every file under bundle/ and catalog/ (and whether images/ exists).
+    fn state(&self) -> (BTreeMap<String, Vec<u8>>, bool) {
+        let mut all = BTreeMap::new();
+        for top in ["bundle", "catalog"] {
+            let d = self.dir().join(top);
+            if d.exists() {
+                for (k, v) in files(&d) {
+                    all.insert(format!("{top}/{k}"), v);
+                }
+            }
+        }
+        (all, self.dir().join("images").exists())
+    }
+    fn catalog(&self) -> String {
+        std::fs::read_to_string(self.dir().join("catalog").join(PKG).join("catalog.yaml")).unwrap()
+    }
+    fn csv(&self, version: &str) -> String {
+        std::fs::read_to_string(
+            self.dir()
+                .join("bundle")
+                .join(PKG)
+                .join(version)
+                .join("manifests")
+                .join(format!("{PKG}.clusterserviceversion.yaml")),
+        )
+        .unwrap()
+    }
+    /// Releases 0.1.0 (alpha), 0.2.0 (alpha + new stable, default stable), 0.3.0 (both, skipRange).
+    fn three_releases(&self) {
+        self.release_ok(&["--version", "0.1.0", "--no-images"]);
+        self.release_ok(&[
+            "--version",
+            "0.2.0",
+            "--channel",
+            "alpha",
+            "--channel",
+            "stable",
+            "--default-channel",
+            "stable",
+            "--no-images",
+        ]);
+        self.release_ok(&[
+            "--version",
+            "v0.3.0",
+            "--channel",
+            "alpha",
+            "--channel",
+            "stable",
+            "--skip-range",
+            "--no-images",
+        ]);
+    }
+    fn bundle_tool_in(&self, args: &[&str]) -> (i32, String, String) {
+        run(bundle_tool().current_dir(self.dir()).args(args))
+    }
+}
+
+#[test]
+fn three_releases_make_a_valid_catalog_that_matches_the_bundles() {
+    let p = Project::new();
+    p.three_releases();
+    for v in ["0.1.0", "0.2.0", "0.3.0"] {
+        assert!(
+            p.dir()
+                .join("bundle")
+                .join(PKG)
+                .join(v)
+                .join("metadata/annotations.yaml")
+                .is_file()
+        );
+    }
+    // replaces chain in the CSVs, skipRange on the last one, operator image tagged per version.
+    assert!(!p.csv("0.1.0").contains("replaces:"));
+    assert!(
+        p.csv("0.2.0")
+            .contains("replaces: memcached-operator.v0.1.0")
+    );
+    assert!(
+        p.csv("0.3.0")
+            .contains("replaces: memcached-operator.v0.2.0")
+    );
+    assert!(p.csv("0.3.0").contains("olm.skipRange: <0.3.0"));
+    assert!(
+        p.csv("0.2.0")
+            .contains("image: quay.io/example/memcached-operator:0.2.0")
+    );
+    assert!(
+        p.csv("0.2.0")
+            .contains("containerImage: quay.io/example/memcached-operator:0.2.0")
+    );
+
+    let cat = p.catalog();
+    assert!(cat.contains("defaultChannel: stable"), "{cat}");
+    assert!(cat.contains("image: quay.io/example/memcached-operator-bundle:v0.3.0"));
+    // stable's first entry bridges from the highest older release, so alpha users can switch.
+    let stable = cat
+        .split("name: stable")
+        .next()
+        .unwrap()
+        .rsplit("---")
+        .next()
+        .unwrap();
+    assert!(
+        stable.contains("- name: memcached-operator.v0.2.0\n  replaces: memcached-operator.v0.1.0"),
+        "{stable}"
+    );
+
+    let (code, out, err) = p.bundle_tool_in(&["catalog", "validate", "catalog"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = p.bundle_tool_in(&["catalog", "verify"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("catalog matches the bundle directories"));
+    let (code, out, err) = p.bundle_tool_in(&[
+        "validate",
+        "bundle/memcached-operator/0.1.0",
+        "bundle/memcached-operator/0.2.0",
+        "bundle/memcached-operator/0.3.0",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    // explain: from 0.1.0 on stable, OLM v0 goes straight to the head through the skipRange.
+    let (code, out, err) = p.bundle_tool_in(&[
+        "explain",
+        "upgrade",
+        "--package",
+        PKG,
+        "--channel",
+        "stable",
+        "--from",
+        "memcached-operator.v0.1.0",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("memcached-operator.v0.3.0"), "{out}");
+}
+
+#[test]
+fn rerun_is_a_no_op_and_a_changed_rerelease_is_refused() {
+    let p = Project::new();
+    p.three_releases();
+    let before = p.state();
+    // Same version, same inputs, another clock: nothing changes (createdAt is the recorded one).
+    let out = run(bundle_tool()
+        .current_dir(p.dir())
+        .env("SOURCE_DATE_EPOCH", "1800000000")
+        .args([
+            "release",
+            "--version",
+            "0.3.0",
+            "--channel",
+            "alpha",
+            "--channel",
+            "stable",
+            "--skip-range",
+            "--no-images",
+        ]));
+    assert_eq!(out.0, 0, "{}{}", out.1, out.2);
+    assert!(out.1.contains("already released"), "{}", out.1);
+    assert_eq!(p.state(), before);
+    // Without flags too: a released version's channels and default are the recorded ones.
+    for v in ["0.1.0", "0.2.0", "0.3.0"] {
+        let out = p.release_ok(&["--version", v, "--no-images"]);
+        assert!(out.contains("already released"), "{v}: {out}");
+    }
+    assert_eq!(p.state(), before);
+
+    // A changed input for a released version: refused, exit 1, nothing written.
+    let base = p
+        .dir()
+        .join("config/manifests/bases/memcached-operator.clusterserviceversion.yaml");
+    let text = std::fs::read_to_string(&base).unwrap();
+    std::fs::write(
+        &base,
+        text.replacen(
+            "displayName: Memcached Operator",
+            "displayName: Memcached Operator (edited)",
+            1,
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = p.release(&[
+        "--version",
+        "0.3.0",
+        "--channel",
+        "alpha",
+        "--channel",
+        "stable",
+        "--skip-range",
+        "--no-images",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("never overwritten"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+    assert_eq!(p.state(), before);
+
+    // Versions not above the channel head: refused.
+    let (code, _, err) = p.release(&["--version", "0.2.5", "--no-images"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("0.2.5") && err.contains("0.3.0"), "{err}");
+    assert_eq!(p.state(), before);
+
+    // The edited CSV goes out as the next version.
+    let out = p.release_ok(&["--version", "0.4.0", "--no-images"]);
+    assert!(
+        out.contains(
+            "channel stable: memcached-operator.v0.4.0 replaces memcached-operator.v0.3.0"
+        ),
+        "{out}"
+    );
+    assert!(p.csv("0.4.0").contains("(edited)"));
+}
+
+#[test]
+fn plan_writes_nothing_and_says_what_would_change() {
+    let p = Project::new();
+    p.three_releases();
+    let before = p.state();
+    let out = p.release_ok(&["--version", "0.4.0", "--channel", "candidate", "--plan"]);
+    assert!(out.contains("+ channel candidate (new): memcached-operator.v0.4.0 replaces memcached-operator.v0.3.0"), "{out}");
+    assert!(
+        out.contains("would write bundle/memcached-operator/0.4.0"),
+        "{out}"
+    );
+    assert_eq!(p.state(), before);
+    let (code, json_out, err) = p.release(&["--version", "0.4.0", "--plan", "--output", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&json_out);
+    assert_eq!(v["planOnly"], true);
+    assert_eq!(v["bundleWritten"], false);
+    assert_eq!(v["csvName"], "memcached-operator.v0.4.0");
+    assert_eq!(p.state(), before);
+}
+
+#[test]
+fn failures_at_every_stage_leave_the_tree_unchanged() {
+    let p = Project::new();
+    p.three_releases();
+    let before = p.state();
+    let tmp = tempfile::tempdir().unwrap();
+
+    // Bad version.
+    let (code, _, err) = p.release(&["--version", "next", "--no-images"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("not a semver version"), "{err}");
+
+    // Inputs that do not generate (a sample of a kind the bundle does not own).
+    let samples = tmp.path().join("samples");
+    std::fs::create_dir_all(&samples).unwrap();
+    std::fs::write(
+        samples.join("foreign.yaml"),
+        "apiVersion: other.example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec: {}\n",
+    )
+    .unwrap();
+    let (code, _, err) = p.release(&[
+        "--version",
+        "0.4.0",
+        "--no-images",
+        "--samples",
+        samples.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("foreign.yaml") && err.contains("Widget"),
+        "{err}"
+    );
+
+    // A bundle that generates but does not validate.
+    let base = p
+        .dir()
+        .join("config/manifests/bases/memcached-operator.clusterserviceversion.yaml");
+    let original = std::fs::read_to_string(&base).unwrap();
+    let broken = original.replacen(
+        "minKubeVersion: 1.25.0",
+        "minKubeVersion: one-point-twenty",
+        1,
+    );
+    assert_ne!(broken, original, "fixture edit applies");
+    std::fs::write(&base, broken).unwrap();
+    let (code, _, err) = p.release(&["--version", "0.4.0", "--no-images"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("csv-min-kube-version") && err.contains("spec.minKubeVersion"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was released"), "{err}");
+    std::fs::write(&base, original).unwrap();
+    assert_eq!(p.state(), before);
+
+    // An image build that fails after the bundle and catalog were planned (not a static binary).
+    let script = tmp.path().join("operator");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    let (code, _, err) = p.release(&[
+        "--version",
+        "0.4.0",
+        "--operator-binary",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("not an ELF executable") && err.contains("hint:"),
+        "{err}"
+    );
+    assert_eq!(p.state(), before);
+
+    // A push to a registry that is not there: exit 1, and no half-recorded release.
+    let bin = static_binary(tmp.path(), "op");
+    let port = free_port();
+    let (code, _, err) = p.release(&[
+        "--version",
+        "0.4.0",
+        "--operator-binary",
+        bin.to_str().unwrap(),
+        "--operator-repo",
+        &format!("127.0.0.1:{port}/memcached-operator"),
+        "--push",
+        "--insecure",
+        "--retries",
+        "2",
+        "--retry-backoff",
+        "10ms",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("nothing under bundle/ or catalog/ was changed"),
+        "{err}"
+    );
+    assert_eq!(p.state().0, before.0, "bundle/ and catalog/ unchanged");
+
+    // A broken catalog (two heads in stable): refused before anything is generated.
+    std::fs::remove_dir_all(p.dir().join("images")).ok();
+    let cat = p.dir().join("catalog").join(PKG).join("catalog.yaml");
+    let text = std::fs::read_to_string(&cat).unwrap();
+    let broken = text.replacen(
+        "- name: memcached-operator.v0.3.0\n  replaces: memcached-operator.v0.2.0\n  skipRange: <0.3.0\nname: stable",
+        "- name: memcached-operator.v0.3.0\n  skipRange: <0.3.0\nname: stable",
+        1,
+    );
+    assert_ne!(broken, text, "fixture edit applies");
+    std::fs::write(&cat, &broken).unwrap();
+    let mid = p.state();
+    let (code, _, err) = p.release(&["--version", "0.4.0", "--no-images"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("heads"), "{err}");
+    assert_eq!(p.state(), mid);
+}
+
+fn layout_digest(layout: &Path, name: &str) -> String {
+    let out = skopeo(&["inspect", &format!("oci:{}:{name}", layout.display())]);
+    json(&out)["Digest"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn images_go_to_an_oci_layout_that_skopeo_reads_and_are_reproducible() {
+    require_tool("skopeo");
+    let tmp = tempfile::tempdir().unwrap();
+    let op = static_binary(tmp.path(), "operator");
+    let server = static_binary(tmp.path(), "catalog-server");
+    let mut digests = Vec::new();
+    for _ in 0..2 {
+        let p = Project::new();
+        p.release_ok(&["--version", "0.1.0", "--no-images"]);
+        let out = p.release_ok(&[
+            "--version",
+            "0.2.0",
+            "--operator-binary",
+            op.to_str().unwrap(),
+            "--catalog-server",
+            server.to_str().unwrap(),
+        ]);
+        assert!(
+            out.contains("images written to the OCI layout images"),
+            "{out}"
+        );
+        let layout = p.dir().join("images");
+        let refs = [
+            "quay.io/example/memcached-operator:0.2.0",
+            "quay.io/example/memcached-operator-bundle:v0.2.0",
+            "quay.io/example/memcached-operator-catalog:v0.2.0",
+        ];
+        let d: Vec<String> = refs.iter().map(|r| layout_digest(&layout, r)).collect();
+        for (r, dig) in refs.iter().zip(&d) {
+            assert!(out.contains(&format!("{r} {dig}")), "{r} {dig} in {out}");
+        }
+        // Bundle labels are the bundle's annotations; the catalog says where its configs are.
+        let bundle = json(&skopeo(&[
+            "inspect",
+            &format!("oci:{}:{}", layout.display(), refs[1]),
+        ]));
+        assert_eq!(
+            bundle["Labels"]["operators.operatorframework.io.bundle.package.v1"],
+            PKG
+        );
+        assert_eq!(
+            bundle["Labels"]["operators.operatorframework.io.bundle.channels.v1"],
+            "alpha"
+        );
+        let catalog = json(&skopeo(&[
+            "inspect",
+            &format!("oci:{}:{}", layout.display(), refs[2]),
+        ]));
+        assert_eq!(
+            catalog["Labels"]["operators.operatorframework.io.index.configs.v1"],
+            "/configs"
+        );
+        // The catalog image holds the catalog as released (both bundles).
+        let mut found = false;
+        for blob in layer_blobs(&layout, refs[2]) {
+            let listing = std::process::Command::new("tar")
+                .arg("-xzOf")
+                .arg(&blob)
+                .arg("configs/memcached-operator/catalog.yaml")
+                .output()
+                .unwrap();
+            if listing.status.success() {
+                let text = String::from_utf8_lossy(&listing.stdout);
+                assert!(
+                    text.contains("memcached-operator.v0.2.0")
+                        && text.contains("memcached-operator.v0.1.0")
+                );
+                assert_eq!(
+                    text.as_bytes(),
+                    p.catalog().as_bytes(),
+                    "image catalog == released catalog"
+                );
+                found = true;
+            }
+        }
+        assert!(
+            found,
+            "the catalog image has /configs/memcached-operator/catalog.yaml"
+        );
+        // The grpc_health_probe OLM's catalog pods exec is there (linked to the server).
+        let paths: Vec<String> = layer_blobs(&layout, refs[2])
+            .iter()
+            .flat_map(|b| gnu_listing(b))
+            .collect();
+        assert!(
+            paths
+                .iter()
+                .any(|p| p.contains("bin/grpc_health_probe -> catalog-server")),
+            "{paths:?}"
+        );
+        digests.push(d);
+    }
+    assert_eq!(digests[0], digests[1], "same inputs, same digests");
+}
+
+fn gnu_listing(blob: &Path) -> Vec<String> {
+    let out = std::process::Command::new("tar")
+        .arg("-tvzf")
+        .arg(blob)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn push_with_image_digests_records_what_the_registry_serves() {
+    require_tool("skopeo");
+    let registry = Registry::start();
+    let host = registry.host();
+    let tmp = tempfile::tempdir().unwrap();
+    let op = static_binary(tmp.path(), "operator");
+    let p = Project::new();
+    let repo = format!("{host}/example/memcached-operator");
+    let out = p.release_ok(&[
+        "--version",
+        "0.1.0",
+        "--operator-repo",
+        &repo,
+        "--operator-binary",
+        op.to_str().unwrap(),
+        "--push",
+        "--insecure",
+        "--use-image-digests",
+        "--output",
+        "json",
+    ]);
+    let v = json(&out);
+    let images = v["images"].as_array().unwrap();
+    assert_eq!(images.len(), 3, "{v}");
+    let mut by_kind = BTreeMap::new();
+    for i in images {
+        assert_eq!(i["pushed"], true);
+        let reference = i["reference"].as_str().unwrap();
+        let served = json(&skopeo(&[
+            "inspect",
+            "--tls-verify=false",
+            &format!("docker://{reference}"),
+        ]));
+        assert_eq!(served["Digest"], i["digest"], "{reference}");
+        by_kind.insert(
+            i["kind"].as_str().unwrap().to_string(),
+            i["digest"].as_str().unwrap().to_string(),
+        );
+    }
+    // The CSV runs the operator by digest; the catalog names the bundle by digest.
+    let csv: serde_json::Value = serde_saphyr::from_str(&p.csv("0.1.0")).unwrap();
+    let pinned = format!("{repo}@{}", by_kind["operator"]);
+    assert_eq!(
+        csv["metadata"]["annotations"]["containerImage"],
+        pinned.as_str()
+    );
+    assert_eq!(
+        csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]["containers"]
+            [0]["image"],
+        pinned.as_str()
+    );
+    assert!(
+        csv["spec"]["relatedImages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["image"] == pinned.as_str())
+    );
+    let cat: Vec<serde_json::Value> = p
+        .catalog()
+        .split("\n---\n")
+        .map(|d| serde_saphyr::from_str(d.trim_start_matches("---\n")).unwrap())
+        .collect();
+    let bundle = cat.iter().find(|b| b["schema"] == "olm.bundle").unwrap();
+    assert_eq!(
+        bundle["image"],
+        format!("{repo}-bundle@{}", by_kind["bundle"]).as_str()
+    );
+    // And a registry that serves it can be read back by digest.
+    skopeo(&[
+        "inspect",
+        "--tls-verify=false",
+        &format!("docker://{repo}-bundle@{}", by_kind["bundle"]),
+    ]);
+}
