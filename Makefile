@@ -50,14 +50,17 @@ lint: ## cargo fmt --check and clippy with warnings as errors.
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 .PHONY: manifests
-manifests: ## Regenerate the CRD and RBAC in config/ from the Rust types and the operator's API-call table.
+manifests: ## Regenerate the CRD and RBAC in config/ (from the Rust types and the operator's API-call table) and catalog.Dockerfile.
 	$(BUNDLE_TOOL) generate crds --output-dir config/crd/bases
 	$(OPERATOR) rbac --role manager > config/rbac/role.yaml.tmp && mv config/rbac/role.yaml.tmp config/rbac/role.yaml
 	$(OPERATOR) rbac --role leader-election > config/rbac/leader_election_role.yaml.tmp && mv config/rbac/leader_election_role.yaml.tmp config/rbac/leader_election_role.yaml
+	$(BUNDLE_TOOL) image dockerfile catalog --configs-dir catalog --server $(STATIC)/catalog-server \
+	  --health-probe $(STATIC)/catalog-server --output catalog.Dockerfile
 
 .PHONY: verify
 verify: manifests ## Regenerate everything generated and fail on a diff; check bundle/ and catalog/ against each other.
-	@git diff --exit-code -- config/ || { echo "error: config/ is out of date: run 'make manifests' and commit" >&2; exit 1; }
+	@git diff --exit-code -- config/ catalog.Dockerfile || { echo "error: generated files are out of date: run 'make manifests' and commit" >&2; exit 1; }
+	@[ -z "$$(git ls-files --others --exclude-standard -- config/ catalog.Dockerfile)" ] || { echo "error: untracked generated files: run 'make manifests' and commit:" >&2; git ls-files --others --exclude-standard -- config/ catalog.Dockerfile >&2; exit 1; }
 	$(BUNDLE_TOOL) validate bundle/*/*/
 	$(BUNDLE_TOOL) catalog validate catalog
 	$(BUNDLE_TOOL) catalog verify --catalog-dir catalog --bundles bundle
@@ -69,9 +72,10 @@ setup: ## Install what the tests need (Debian packages, Python venv); idempotent
 	tests/scripts/setup.sh
 
 .PHONY: test
-test: setup ## Install what the tests need, then run every test (unit, property, snapshot, e2e).
+test: setup ## Install what the tests need, then run every test (unit, property, snapshot, e2e), verify and lint.
 	$(CARGO) test --workspace --no-fail-fast
 	$(MAKE) --no-print-directory verify
+	$(MAKE) --no-print-directory lint
 
 .PHONY: bench
 bench: setup ## Run the benchmarks (figures, not assertions); see BENCHMARKS.md.

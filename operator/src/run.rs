@@ -157,7 +157,10 @@ pub enum RunError {
     Http(#[from] ServeHttpError),
     /// The webhook server failed.
     #[error("conversion webhook failed: {0}")]
-    Webhook(String),
+    Webhook(#[source] webhook::ServeWebhookError),
+    /// The webhook task ended without a result (it panicked or was cancelled).
+    #[error("conversion webhook failed: {0}")]
+    WebhookTask(String),
     /// The async runtime could not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
@@ -171,8 +174,93 @@ impl RunError {
             | Self::LeaderElection(_)
             | Self::KubeConfig(_)
             | Self::Http(ServeHttpError::Bind { .. }) => 1,
-            Self::Webhook(_) | Self::Client(_) | Self::Http(_) | Self::Runtime(_) => 2,
+            Self::Webhook(_)
+            | Self::WebhookTask(_)
+            | Self::Client(_)
+            | Self::Http(_)
+            | Self::Runtime(_) => 2,
         }
+    }
+
+    /// What the user can do about the error, printed as `hint:` lines after it. Empty when
+    /// there is nothing better to say than the error itself.
+    pub fn hints(&self) -> Vec<String> {
+        match self {
+            Self::WatchScope(_) => vec![
+                "set WATCH_NAMESPACE (or --watch-namespace) to comma-separated namespace names \
+                 such as `team-a,team-b`, or leave it empty to watch all namespaces"
+                    .into(),
+            ],
+            Self::LeaderElection(LeaderElectionConfigError::NotWholeSeconds { flag, .. }) => {
+                vec![format!(
+                    "give --leader-election-{flag} in whole seconds, e.g. 15s"
+                )]
+            }
+            Self::LeaderElection(LeaderElectionConfigError::GraceTooLong { .. }) => vec![
+                "lower --leader-election-renew-grace or raise --leader-election-lease-duration \
+                 (defaults: 5s and 15s)"
+                    .into(),
+            ],
+            Self::KubeConfig(_) => vec![
+                "set KUBECONFIG to a readable kubeconfig (default ~/.kube/config), or run \
+                 in-cluster with a service account"
+                    .into(),
+            ],
+            Self::Client(_) => vec![
+                "check the server URL, certificates and credentials of the current context in \
+                 the kubeconfig (KUBECONFIG), or run in-cluster"
+                    .into(),
+            ],
+            Self::Http(ServeHttpError::Bind { addr, what, source }) => {
+                let flag = bind_flag(what);
+                vec![bind_hint(*addr, source, flag, flag)]
+            }
+            Self::Webhook(webhook::ServeWebhookError::Bind { addr, source }) => vec![
+                bind_hint(*addr, source, "--webhook-port", "--webhook-bind-address"),
+                "a cluster without conversion webhook can run with --disable-webhook".into(),
+            ],
+            Self::Http(ServeHttpError::Serve { .. })
+            | Self::Webhook(
+                webhook::ServeWebhookError::Serve { .. } | webhook::ServeWebhookError::Tls(_),
+            )
+            | Self::WebhookTask(_)
+            | Self::Runtime(_) => Vec::new(),
+        }
+    }
+}
+
+/// The flag that sets the address of an HTTP endpoint, by the name [`http::bind`] was given.
+fn bind_flag(what: &str) -> &'static str {
+    match what {
+        "metrics" => "--metrics-bind-address",
+        "health probes" => "--health-probe-bind-address",
+        // Unknown endpoint names still point at the two address flags `operator run` has.
+        _ => "--metrics-bind-address/--health-probe-bind-address",
+    }
+}
+
+/// The hint for a listener that could not be opened on `addr`; `port_flag` and `addr_flag`
+/// are the flags that set its port and its address.
+fn bind_hint(
+    addr: SocketAddr,
+    source: &std::io::Error,
+    port_flag: &str,
+    addr_flag: &str,
+) -> String {
+    match source.kind() {
+        std::io::ErrorKind::AddrInUse => format!(
+            "port {} is already in use: pick another {port_flag}, or stop the process using it",
+            addr.port()
+        ),
+        std::io::ErrorKind::PermissionDenied => {
+            format!("ports below 1024 need privileges: pick a port above 1024 with {port_flag}")
+        }
+        std::io::ErrorKind::AddrNotAvailable => format!(
+            "{} is not an address of this host: pick another {addr_flag} (0.0.0.0 listens on \
+             all interfaces)",
+            addr.ip()
+        ),
+        _ => format!("pick another {addr_flag}"),
     }
 }
 
@@ -195,6 +283,9 @@ pub fn main(args: RunArgs) -> ExitCode {
 fn report(e: RunError) -> ExitCode {
     error!(error = %e, "operator stopped");
     eprintln!("error: {e}");
+    for hint in e.hints() {
+        eprintln!("hint: {hint}");
+    }
     ExitCode::from(e.exit_code())
 }
 
@@ -337,7 +428,7 @@ async fn run(args: RunArgs) -> Result<(), RunError> {
                 failed.cancel();
                 shutdown.cancel();
             }
-            result.map_err(|e| RunError::Webhook(e.to_string()))
+            result.map_err(RunError::Webhook)
         })
     };
 
@@ -431,7 +522,7 @@ async fn run(args: RunArgs) -> Result<(), RunError> {
     servers_stop.cancel();
     let webhook_result = match tokio::time::timeout(Duration::from_secs(5), webhook_task).await {
         Ok(Ok(r)) => r,
-        Ok(Err(join)) => Err(RunError::Webhook(join.to_string())),
+        Ok(Err(join)) => Err(RunError::WebhookTask(join.to_string())),
         Err(_) => {
             warn!("webhook server did not stop in 5s");
             Ok(())
@@ -490,6 +581,44 @@ mod tests {
             Ok("127.0.0.1:9".parse().unwrap())
         );
         assert!(parse_bind_address("8080").is_err());
+    }
+
+    #[test]
+    fn errors_come_with_hints() {
+        let e: RunError = WatchScope::parse("A").unwrap_err().into();
+        assert!(e.hints()[0].contains("WATCH_NAMESPACE"), "{:?}", e.hints());
+        let in_use = |what| {
+            RunError::Http(ServeHttpError::Bind {
+                addr: "0.0.0.0:8081".parse().unwrap(),
+                what,
+                source: std::io::ErrorKind::AddrInUse.into(),
+            })
+        };
+        assert_eq!(
+            in_use("health probes").hints(),
+            [
+                "port 8081 is already in use: pick another --health-probe-bind-address, or stop \
+              the process using it"
+            ]
+        );
+        assert!(in_use("metrics").hints()[0].contains("--metrics-bind-address"));
+        let e = RunError::Webhook(webhook::ServeWebhookError::Bind {
+            addr: "10.9.9.9:9443".parse().unwrap(),
+            source: std::io::ErrorKind::AddrNotAvailable.into(),
+        });
+        assert!(
+            e.hints()[0].starts_with(
+                "10.9.9.9 is not an address of this host: pick another --webhook-bind-address"
+            ),
+            "{:?}",
+            e.hints()
+        );
+        assert_eq!(e.exit_code(), 2, "exit codes do not depend on hints");
+        assert!(
+            RunError::Runtime(std::io::ErrorKind::Other.into())
+                .hints()
+                .is_empty()
+        );
     }
 
     #[test]

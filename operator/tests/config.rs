@@ -43,6 +43,7 @@ fn strict_schema(kind: &str, api_version: &str) -> Option<PathBuf> {
             "customresourcedefinition-apiextensions-v1.json"
         }
         ("Deployment", "apps/v1") => "deployment-apps-v1.json",
+        ("Namespace", "v1") => "namespace-v1.json",
         ("Service", "v1") => "service-v1.json",
         ("ServiceAccount", "v1") => "serviceaccount-v1.json",
         ("ConfigMap", "v1") => "configmap-v1.json",

@@ -181,3 +181,57 @@ fn previous_bundle_upgrade_checks() {
         .code(1)
         .stderr(predicates::str::contains("hint: --previous must be"));
 }
+
+/// `suite=olm-v1`: what OLM v1 (operator-controller) cannot install as it is. node-healthcheck
+/// 0.7.0 declares a package dependency (OLM v1 resolves none: an error); our operator's
+/// conversion webhook needs a certificate provider under OLM v1 (a warning).
+#[test]
+fn olm_v1_suite_reports_what_olm_v1_cannot_install() {
+    let nhc = fixtures().join("real-bundles/node-healthcheck-operator/0.7.0");
+    let out = bt().arg("validate").arg(&nhc).output().unwrap();
+    assert!(out.status.success(), "passes the default suite");
+    let out = bt()
+        .args([
+            "validate",
+            "--select-optional",
+            "suite=olm-v1",
+            "-o",
+            "json",
+        ])
+        .arg(&nhc)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    let dep = findings
+        .iter()
+        .find(|f| f["rule"] == "olmv1-dependencies")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(dep["severity"], "error");
+    assert!(
+        dep["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("metadata/dependencies.yaml"),
+        "{dep}"
+    );
+
+    let ours = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle/memcached-operator/0.3.0");
+    let out = bt()
+        .args(["validate", "--select-optional", "suite=olm-v1"])
+        .arg(&ours)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("warning[olmv1-webhooks]"), "{text}");
+
+    let out = bt()
+        .args(["validate", "--select-optional", "suite=olm-v2"])
+        .arg(&ours)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("suite=olm-v1"));
+}

@@ -154,6 +154,19 @@ fn from_bundles_then_validate_verify_graph_explain() {
         .output()
         .unwrap();
     assert!(verify.status.success(), "{}", stdout(&verify));
+    let verify = bt()
+        .args(["catalog", "verify", "-o", "json", "--catalog-dir"])
+        .arg(&cat)
+        .arg("--bundles")
+        .arg(&bundles)
+        .output()
+        .unwrap();
+    assert!(verify.status.success(), "{}", stderr(&verify));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&verify)).unwrap();
+    assert_eq!(v["clean"], true);
+    for key in ["notInCatalog", "noBundleDir", "differs"] {
+        assert_eq!(v[key], serde_json::json!([]), "{key}: {v}");
+    }
     // replaces-mode is the classic skipRange-only mistake: several heads, and the hint says why
     let rm = bt()
         .args([
@@ -287,6 +300,65 @@ fn verify_reports_a_catalog_that_drifted_from_its_bundles() {
         "{}",
         stdout(&verify)
     );
+    let json = bt()
+        .args(["catalog", "verify", "--output", "json", "--catalog-dir"])
+        .arg(&cat)
+        .arg("--bundles")
+        .arg(&bundles)
+        .output()
+        .unwrap();
+    assert_eq!(json.status.code(), Some(1), "a drifted catalog still fails");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(v["clean"], false);
+    assert_eq!(v["notInCatalog"], serde_json::json!([]));
+    assert_eq!(v["noBundleDir"], serde_json::json!([]));
+    let differs = v["differs"].as_array().unwrap();
+    assert!(!differs.is_empty(), "{v}");
+    assert!(
+        differs[0]["bundle"]
+            .as_str()
+            .unwrap()
+            .starts_with("authorino-operator.v"),
+        "{v}"
+    );
+    assert!(
+        differs[0]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("-    displayName: Edited By Hand"),
+        "{v}"
+    );
+    // A bundle directory the catalog lacks, and a catalog bundle without a directory.
+    let one = fixtures().join("real-bundles/authorino-operator/0.13.0");
+    let dirs = bt()
+        .args(["catalog", "verify", "-o", "json", "--catalog-dir"])
+        .arg(&cat)
+        .arg("--bundles")
+        .arg(&one)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&stdout(&dirs)).unwrap();
+    assert_eq!(dirs.status.code(), Some(1));
+    let no_dir = v["noBundleDir"].as_array().unwrap();
+    assert!(
+        no_dir.contains(&serde_json::json!("authorino-operator.v0.12.0"))
+            && !no_dir.contains(&serde_json::json!("authorino-operator.v0.13.0")),
+        "{v}"
+    );
+    // A missing --bundles directory is a user error with a hint.
+    let missing = bt()
+        .args(["catalog", "verify", "--catalog-dir"])
+        .arg(&cat)
+        .args(["--bundles", "/nonexistent/bundles"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        stderr(&missing).contains("error: cannot read /nonexistent/bundles")
+            && stderr(&missing).contains("hint: pass --bundles with the bundle directories"),
+        "{}",
+        stderr(&missing)
+    );
 }
 
 #[test]
@@ -355,6 +427,391 @@ fn promote_plans_writes_and_refuses_atomically() {
         .output()
         .unwrap();
     assert!(again.status.success() && stdout(&again).contains("nothing to do"));
+    let again = bt()
+        .args([
+            "promote",
+            "0.4.0",
+            "--to",
+            "alpha",
+            "-o",
+            "json",
+            "--catalog-dir",
+        ])
+        .arg(&cat)
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", stderr(&again));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&again)).unwrap();
+    assert_eq!(v["outcome"], "noOp");
+    assert_eq!(v["changes"], serde_json::json!([]));
+    assert_eq!(v["applied"], false);
+}
+
+#[test]
+fn promote_json_says_what_it_plans_and_whether_it_wrote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = tmp.path().join("catalog");
+    std::fs::create_dir_all(cat.join("memcached-operator")).unwrap();
+    std::fs::copy(
+        fixtures().join("catalog/graph-demo/memcached-operator/catalog.yaml"),
+        cat.join("memcached-operator/catalog.yaml"),
+    )
+    .unwrap();
+    let snapshot = || olmkit_core::fsio::read_tree(&cat).unwrap();
+    let before = snapshot();
+    let promote = |extra: &[&str]| {
+        bt().args(["promote", "0.4.0", "--to", "alpha", "-o", "json"])
+            .args(extra)
+            .arg("--catalog-dir")
+            .arg(&cat)
+            .output()
+            .unwrap()
+    };
+    let plan = promote(&["--plan"]);
+    assert!(plan.status.success(), "{}", stderr(&plan));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&plan)).unwrap();
+    assert_eq!(v["package"], "memcached-operator");
+    assert_eq!(v["bundle"], "memcached-operator.v0.4.0");
+    assert_eq!(v["version"], "0.4.0");
+    assert_eq!(v["channel"], "alpha");
+    assert_eq!(v["outcome"], "changed");
+    assert_eq!(v["applied"], false);
+    assert_eq!(
+        v["changes"],
+        serde_json::json!([{
+            "op": "addEntry",
+            "channel": "alpha",
+            "entry": {
+                "name": "memcached-operator.v0.4.0",
+                "replaces": "memcached-operator.v0.3.0-rc.1",
+                "skipRange": "<0.4.0",
+            },
+            "oldHead": "memcached-operator.v0.3.0-rc.1",
+            "newHead": "memcached-operator.v0.4.0",
+        }])
+    );
+    assert_eq!(v["result"]["valid"], true);
+    assert_eq!(v["result"]["bundles"], 5);
+    assert_eq!(v["result"]["errors"], 0);
+    assert_eq!(snapshot(), before, "--plan writes nothing");
+    let done = promote(&[]);
+    assert!(done.status.success(), "{}", stderr(&done));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&done)).unwrap();
+    assert_eq!(v["outcome"], "changed");
+    assert_eq!(v["applied"], true);
+    assert_ne!(snapshot(), before);
+}
+
+#[test]
+fn promote_errors_carry_hints() {
+    let cat = fixtures().join("catalog/graph-demo");
+    let unknown = bt()
+        .args(["promote", "9.9.9", "--to", "stable", "--catalog-dir"])
+        .arg(&cat)
+        .output()
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(1));
+    let err = stderr(&unknown);
+    assert!(
+        err.contains("error: package \"memcached-operator\" has no bundle with version 9.9.9 (released: 0.1.0, 0.2.0, 0.3.0, 0.3.0-rc.1, 0.4.0)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: promote adds an already released version")
+            && err.contains("hint: bundle-tool graph --catalog-dir"),
+        "{err}"
+    );
+    let bad = bt()
+        .args(["promote", "latest", "--to", "stable", "--catalog-dir"])
+        .arg(&cat)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        stderr(&bad).contains("hint: pass a released version such as 0.2.0"),
+        "{}",
+        stderr(&bad)
+    );
+    let package = bt()
+        .args(["promote", "0.2.0", "--to", "stable", "--package", "nope"])
+        .arg("--catalog-dir")
+        .arg(&cat)
+        .output()
+        .unwrap();
+    assert_eq!(package.status.code(), Some(1));
+    assert!(
+        stderr(&package).contains("error: package \"nope\" is not in")
+            && stderr(&package).contains("hint: packages: memcached-operator"),
+        "{}",
+        stderr(&package)
+    );
+}
+
+#[test]
+fn graph_json_has_channels_entries_heads_and_deprecations() {
+    let out = bt()
+        .args(["graph", "--format", "json", "--catalog-dir"])
+        .arg(fixtures().join("catalog/graph-demo"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let pkg = &v["packages"][0];
+    assert_eq!(pkg["package"], "memcached-operator");
+    assert_eq!(pkg["defaultChannel"], "stable");
+    let channels = pkg["channels"].as_array().unwrap();
+    let names: Vec<&str> = channels
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alpha", "stable"]);
+    let (alpha, stable) = (&channels[0], &channels[1]);
+    assert_eq!(alpha["default"], false);
+    assert_eq!(stable["default"], true);
+    assert_eq!(
+        stable["heads"],
+        serde_json::json!(["memcached-operator.v0.4.0"])
+    );
+    assert_eq!(
+        alpha["deprecated"],
+        "alpha is no longer updated; switch to stable"
+    );
+    assert_eq!(
+        stable["entries"][1],
+        serde_json::json!({
+            "name": "memcached-operator.v0.3.0",
+            "version": "0.3.0",
+            "replaces": "memcached-operator.v0.2.0",
+            "skips": ["memcached-operator.v0.3.0-rc.1"],
+            "skipRange": ">=0.1.0 <0.3.0",
+        })
+    );
+    assert_eq!(
+        alpha["entries"][0]["deprecated"],
+        "0.1.0 loses data on scale-down; upgrade"
+    );
+    assert!(
+        stable["edges"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!({
+                "from": "memcached-operator.v0.1.0",
+                "to": "memcached-operator.v0.4.0",
+                "kind": "skipRange",
+            })),
+        "{stable}"
+    );
+    assert_eq!(
+        pkg["deprecations"],
+        serde_json::json!([
+            {"schema": "olm.channel", "name": "alpha", "message": "alpha is no longer updated; switch to stable"},
+            {"schema": "olm.bundle", "name": "memcached-operator.v0.1.0", "message": "0.1.0 loses data on scale-down; upgrade"},
+        ])
+    );
+}
+
+#[test]
+fn render_of_a_missing_input_says_what_an_input_is() {
+    let out = bt().args(["render", "/nonexistent"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("error: /nonexistent: no such file or directory"),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: an INPUT is a bundle directory (manifests/ and metadata/annotations.yaml), a catalog directory"),
+        "{err}"
+    );
+    assert!(stdout(&out).is_empty());
+    // A directory without manifests/ is read as a catalog: the hint says so.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("notes.txt"), "just: some: notes\n").unwrap();
+    let out = bt().arg("render").arg(tmp.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("has no manifests/ folder, so it is read as a catalog directory"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A tiny catalog: tiny.v0.1.0 is only in alpha, and stable starts at tiny.v0.2.0 without
+/// an edge from it, so a Subscription on stable with 0.1.0 installed never upgrades.
+fn tiny_catalog(dir: &Path) {
+    let mut text = String::from(
+        "---\nschema: olm.package\nname: tiny\ndefaultChannel: stable\n\
+         ---\nschema: olm.channel\npackage: tiny\nname: alpha\nentries:\n\
+         - name: tiny.v0.1.0\n- name: tiny.v0.2.0\n  replaces: tiny.v0.1.0\n\
+         ---\nschema: olm.channel\npackage: tiny\nname: stable\nentries:\n\
+         - name: tiny.v0.2.0\n- name: tiny.v0.3.0\n  replaces: tiny.v0.2.0\n",
+    );
+    for v in ["0.1.0", "0.2.0", "0.3.0"] {
+        text.push_str(&format!(
+            "---\nschema: olm.bundle\nname: tiny.v{v}\npackage: tiny\nimage: example.com/tiny-bundle:v{v}\n\
+             properties:\n- type: olm.package\n  value: {{packageName: tiny, version: {v}}}\n"
+        ));
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("tiny.yaml"), text).unwrap();
+}
+
+const TINY_FIX: &str = "fix: tiny.v0.1.0 is not in channel stable and no entry of stable replaces, skips or skipRanges it: add `skips: [tiny.v0.1.0]` or `replaces: tiny.v0.1.0` to tiny.v0.2.0";
+
+#[test]
+fn explain_names_the_missing_edge_when_the_head_is_out_of_reach() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = tmp.path().join("catalog");
+    tiny_catalog(&cat);
+    let v = bt()
+        .args(["catalog", "validate"])
+        .arg(&cat)
+        .output()
+        .unwrap();
+    assert!(
+        v.status.success(),
+        "the catalog itself is valid: {}",
+        stdout(&v)
+    );
+    let explain = |extra: &[&str]| {
+        bt().args([
+            "explain",
+            "upgrade",
+            "--channel",
+            "stable",
+            "--from",
+            "tiny.v0.1.0",
+        ])
+        .args(extra)
+        .arg("--catalog-dir")
+        .arg(&cat)
+        .output()
+        .unwrap()
+    };
+    let out = explain(&[]);
+    // No path is an answer, not an error.
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for olm in [
+        "OLM v0: Subscription to package tiny channel stable, installed tiny.v0.1.0",
+        "OLM v1: ClusterExtension for package tiny channel stable, installed tiny.v0.1.0",
+    ] {
+        assert!(text.contains(olm), "{text}");
+    }
+    assert_eq!(
+        text.matches("result: stops at tiny.v0.1.0 and never reaches the head tiny.v0.3.0\n")
+            .count(),
+        2,
+        "{text}"
+    );
+    assert_eq!(text.matches(TINY_FIX).count(), 2, "{text}");
+    assert!(!text.contains("InstallPlan 1:"), "no step: {text}");
+
+    let out = explain(&["-o", "json", "--olm", "v0"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let path = &v["paths"][0];
+    assert_eq!(path["olm"], "v0");
+    assert_eq!(path["steps"], serde_json::json!([]));
+    assert_eq!(path["reachesHead"], false);
+    assert_eq!(path["head"], "tiny.v0.3.0");
+    assert_eq!(path["missing"]["stuckAt"], "tiny.v0.1.0");
+    assert_eq!(path["missing"]["head"], "tiny.v0.3.0");
+    let suggestion = path["missing"]["suggestion"].as_str().unwrap();
+    assert!(
+        suggestion.starts_with(TINY_FIX.trim_start_matches("fix: ")),
+        "{suggestion}"
+    );
+}
+
+#[test]
+fn explain_follows_a_channel_switch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = tmp.path().join("catalog");
+    tiny_catalog(&cat);
+    let switch = |from: &str, extra: &[&str]| {
+        bt().args([
+            "explain",
+            "upgrade",
+            "--channel",
+            "alpha",
+            "--to-channel",
+            "stable",
+        ])
+        .args(["--from", from])
+        .args(extra)
+        .arg("--catalog-dir")
+        .arg(&cat)
+        .output()
+        .unwrap()
+    };
+    // From 0.2.0, which is in both channels, the switch leads to stable's head.
+    let out = switch("tiny.v0.2.0", &["--olm", "v0"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("channel switch: alpha -> stable\n\n"),
+        "{text}"
+    );
+    for line in [
+        "OLM v0: Subscription to package tiny channel stable, installed tiny.v0.2.0",
+        "InstallPlan 1: tiny.v0.2.0 -> tiny.v0.3.0 (by replaces edge)",
+        "result: reaches the channel head tiny.v0.3.0 in 1 step(s)",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in:\n{text}"
+        );
+    }
+    let out = switch("tiny.v0.2.0", &["-o", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["package"], "tiny");
+    assert_eq!(v["fromChannel"], "alpha");
+    assert_eq!(v["toChannel"], "stable");
+    assert_eq!(v["from"], "tiny.v0.2.0");
+    for (i, olm) in ["v0", "v1"].iter().enumerate() {
+        let p = &v["paths"][i];
+        assert_eq!(p["olm"], *olm);
+        assert_eq!(p["channel"], "stable");
+        assert_eq!(p["steps"][0]["to"], "tiny.v0.3.0");
+        assert_eq!(p["steps"][0]["edge"], "replaces");
+        assert_eq!(p["reachesHead"], true);
+        assert!(p.get("missing").is_none(), "{p}");
+    }
+    // From 0.1.0, only in alpha, the switch strands the Subscription: the missing edge is named.
+    let out = switch("tiny.v0.1.0", &["--olm", "v0"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("channel switch: alpha -> stable\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("result: stops at tiny.v0.1.0 and never reaches the head tiny.v0.3.0")
+            && text.contains(TINY_FIX),
+        "{text}"
+    );
+    // An unknown channel to switch to is a user error with a hint.
+    let out = bt()
+        .args([
+            "explain",
+            "upgrade",
+            "--channel",
+            "alpha",
+            "--to-channel",
+            "beta",
+        ])
+        .args(["--from", "tiny.v0.1.0", "--catalog-dir"])
+        .arg(&cat)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("error: package \"tiny\" has no channel \"beta\" (channels: alpha, stable)")
+            && err.contains("hint: bundle-tool graph --catalog-dir"),
+        "{err}"
+    );
 }
 
 #[test]

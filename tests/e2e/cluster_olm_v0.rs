@@ -754,3 +754,192 @@ async fn a_cluster_without_olm_gets_a_clear_error() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("error (unexpected): check that the cluster is reachable with this kubeconfig and context"), "{}", text(&out.stderr));
 }
+
+/// The whole of stdout as one JSON document (nothing else may be printed there).
+fn json_stdout(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_str(&text(&out.stdout)).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}):\n{}",
+            text(&out.stdout)
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrade_json_says_where_the_switch_leads_and_what_happened() {
+    let env = Env::start(olm_crds(), &[]).await;
+    let _olm = FakeOlm::start(&env, Scenario::default()).await;
+    let cat = catalog_dir().display().to_string();
+    let out = env
+        .bundle_tool(&install_args(&cat, &["--channel", "alpha"]))
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    let up = [
+        "upgrade",
+        "--channel",
+        "stable",
+        "-n",
+        "operators",
+        "--catalog-dir",
+        &cat,
+        "-o",
+        "json",
+        "--poll-interval",
+        "50ms",
+        "--timeout",
+        "30s",
+    ];
+    // Not confirmed: the prediction is printed, nothing is applied, the exit code stays 1.
+    env.standin.clear_requests();
+    let out = env.bundle_tool(&up).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("hint: pass --yes"));
+    assert!(env.cli_writes().is_empty());
+    let v = json_stdout(&out);
+    assert_eq!(
+        v["subscription"],
+        json!({
+            "namespace": "operators",
+            "name": "memcached-operator",
+            "package": "memcached-operator",
+            "approval": "Automatic",
+        })
+    );
+    assert_eq!(v["fromChannel"], "alpha");
+    assert_eq!(v["toChannel"], "stable");
+    assert_eq!(v["installed"], "memcached-operator.v0.2.0");
+    assert_eq!(
+        v["prediction"],
+        json!({"kind": "upgrades", "hops": ["memcached-operator.v0.3.0"]})
+    );
+    assert_eq!(v["leadsTo"], "memcached-operator.v0.3.0");
+    assert_eq!(v["applied"], false);
+    assert_eq!(v["outcome"], serde_json::Value::Null);
+
+    // Confirmed: applied, and the outcome is the CSV OLM installed; no CSV table on stdout.
+    let mut args = up.to_vec();
+    args.push("--yes");
+    let out = env.bundle_tool(&args).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("upgrade complete: memcached-operator.v0.3.0 is installed (phase Succeeded) in namespace operators"),
+        "{stderr}"
+    );
+    let v = json_stdout(&out);
+    assert_eq!(v["leadsTo"], "memcached-operator.v0.3.0");
+    assert_eq!(v["applied"], true);
+    assert_eq!(
+        v["outcome"],
+        json!({"result": "installed", "csv": "memcached-operator.v0.3.0"})
+    );
+    assert_eq!(env.cli_writes().len(), 1);
+    env.standin.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_json_says_what_the_plan_installs_and_how_it_ended() {
+    let env = Env::start(olm_crds(), &[]).await;
+    let olm = FakeOlm::start(&env, Scenario::default()).await;
+    let cat = catalog_dir().display().to_string();
+    let out = env
+        .bundle_tool(&install_args(
+            &cat,
+            &[
+                "--channel",
+                "alpha",
+                "--approval",
+                "Manual",
+                "--starting-csv",
+                "memcached-operator.v0.1.0",
+            ],
+        ))
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    let approve = |plan: &'static str| {
+        [
+            "approve",
+            "--install-plan",
+            plan,
+            "-n",
+            "operators",
+            "--catalog-dir",
+            cat.as_str(),
+            "--output",
+            "json",
+            "--poll-interval",
+            "50ms",
+            "--timeout",
+            "30s",
+        ]
+        .map(String::from)
+    };
+    let args = approve("install-1");
+    let out = env
+        .bundle_tool(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("approval complete: memcached-operator.v0.1.0 is installed"),
+        "{stderr}"
+    );
+    let v = json_stdout(&out);
+    assert_eq!(
+        v["installPlan"],
+        json!({"namespace": "operators", "name": "install-1"})
+    );
+    assert_eq!(v["csvs"], json!(["memcached-operator.v0.1.0"]));
+    assert_eq!(
+        v["subscription"],
+        json!({"namespace": "operators", "name": "memcached-operator", "package": "memcached-operator"})
+    );
+    assert_eq!(v["channel"], "alpha");
+    assert_eq!(v["installed"], serde_json::Value::Null);
+    assert_eq!(v["leadsTo"], "memcached-operator.v0.1.0");
+    assert_eq!(v["version"], "0.1.0");
+    assert_eq!(v["next"], json!(["memcached-operator.v0.2.0"]));
+    assert_eq!(v["applied"], true);
+    assert_eq!(
+        v["outcome"],
+        json!({"result": "installed", "csv": "memcached-operator.v0.1.0"})
+    );
+
+    // The next hop fails: the JSON still says what was approved and how it failed (exit 1).
+    let mut waited = 0;
+    loop {
+        let ip2 = env
+            .get(&install_plan_resource(), Some("operators"), "install-2")
+            .await;
+        if ip2.is_some_and(|ip| ip["status"]["phase"] == "RequiresApproval") {
+            break;
+        }
+        waited += 1;
+        assert!(waited < 200, "install-2 never appeared");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    olm.scenario.lock().unwrap().fail_csv = Some("memcached-operator.v0.2.0".into());
+    let args = approve("install-2");
+    let out = env
+        .bundle_tool(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: ClusterServiceVersion operators/memcached-operator.v0.2.0 failed"),
+        "{stderr}"
+    );
+    let v = json_stdout(&out);
+    assert_eq!(v["installed"], "memcached-operator.v0.1.0");
+    assert_eq!(v["leadsTo"], "memcached-operator.v0.2.0");
+    assert_eq!(v["next"], json!([]));
+    assert_eq!(v["applied"], true);
+    assert_eq!(v["outcome"]["result"], "failed");
+    assert_eq!(
+        v["outcome"]["summary"],
+        "ClusterServiceVersion operators/memcached-operator.v0.2.0 failed"
+    );
+    env.standin.shutdown().await;
+}

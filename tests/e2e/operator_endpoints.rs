@@ -1,7 +1,7 @@
 //! End to end: the operator's HTTP endpoints and process behaviour. `/readyz` reports the
 //! conversion webhook not ready while its certificate is missing and ready once it appears;
 //! `/healthz` and `/metrics` serve; logs are JSON lines with `--log-format json`; bad
-//! configuration exits 1 with a clear message; SIGTERM exits 0.
+//! configuration exits 1 with a clear message and a hint; SIGTERM exits 0.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -111,6 +111,58 @@ fn bad_configuration_exits_1_with_a_reason() {
         err.contains("cannot load the Kubernetes client configuration"),
         "{err}"
     );
+    assert!(
+        err.contains("hint: set KUBECONFIG to a readable kubeconfig"),
+        "{err}"
+    );
     let (code, err) = run(&[], &["--health-probe-bind-address", "8081"]);
     assert_eq!(code, Some(2), "clap usage errors exit 2: {err}");
+}
+
+#[test]
+fn port_in_use_exits_1_with_a_hint() {
+    // A kubeconfig whose server is never contacted: the probe port is bound before any request.
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: 'https://127.0.0.1:1'}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: x
+  context: {cluster: c, user: u}
+current-context: x
+",
+    )
+    .unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_operator"))
+        .env_clear()
+        .env("KUBECONFIG", &kubeconfig)
+        .arg("run")
+        .args(["--disable-webhook", "--metrics-bind-address", "0"])
+        .args(["--health-probe-bind-address", &addr])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("error: cannot listen on {addr} for health probes")),
+        "{err}"
+    );
+    let port = taken.local_addr().unwrap().port();
+    assert!(
+        err.contains(&format!(
+            "hint: port {port} is already in use: pick another --health-probe-bind-address"
+        )),
+        "{err}"
+    );
+    drop(taken);
 }

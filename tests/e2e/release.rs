@@ -153,9 +153,38 @@ fn three_releases_make_a_valid_catalog_that_matches_the_bundles() {
 
     let (code, out, err) = p.bundle_tool_in(&["catalog", "validate", "catalog"]);
     assert_eq!(code, 0, "{out}{err}");
-    let (code, out, err) = p.bundle_tool_in(&["catalog", "verify"]);
+    let (code, out, err) = p.bundle_tool_in(&["catalog", "verify", "-o", "json"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("catalog matches the bundle directories"));
+    let v = json(&out);
+    assert_eq!(v["clean"], true, "{v}");
+    // A hand edit of a released bundle is caught (the catalog no longer renders from it)...
+    let csv_path = p
+        .dir()
+        .join("bundle")
+        .join(PKG)
+        .join("0.2.0/manifests/memcached-operator.clusterserviceversion.yaml");
+    let csv = std::fs::read_to_string(&csv_path).unwrap();
+    std::fs::write(
+        &csv_path,
+        csv.replacen(
+            "displayName: Memcached Operator",
+            "displayName: Hand Edited",
+            1,
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = p.bundle_tool_in(&["catalog", "verify"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("memcached-operator.v0.2.0") && out.contains("Hand Edited"),
+        "{out}"
+    );
+    std::fs::write(&csv_path, csv).unwrap();
+    // ...and so is a folder with no bundles at all (verifying nothing is not a pass).
+    std::fs::create_dir_all(p.dir().join("empty/memcached-operator")).unwrap();
+    let (code, _, err) = p.bundle_tool_in(&["catalog", "verify", "--bundles", "empty"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no bundle directories"), "{err}");
     let (code, out, err) = p.bundle_tool_in(&[
         "validate",
         "bundle/memcached-operator/0.1.0",
@@ -328,6 +357,36 @@ fn failures_at_every_stage_leave_the_tree_unchanged() {
     );
     assert!(err.contains("nothing was released"), "{err}");
     std::fs::write(&base, original).unwrap();
+    assert_eq!(p.state(), before);
+
+    // CRD upgrade safety against the release it replaces: the new CRD drops a served version.
+    let crd = p
+        .dir()
+        .join("config/crd/bases/cache.example.com_memcacheds.yaml");
+    let original = std::fs::read_to_string(&crd).unwrap();
+    let mut doc: serde_json::Value = serde_saphyr::from_str(&original).unwrap();
+    let versions = doc["spec"]["versions"].as_array_mut().unwrap();
+    let before_len = versions.len();
+    versions.retain(|v| v["name"] != "v1beta1");
+    assert_eq!(versions.len(), before_len - 1, "fixture edit applies");
+    std::fs::write(&crd, serde_saphyr::to_string(&doc).unwrap()).unwrap();
+    // (and its sample, or generation itself refuses an example of a version nobody serves)
+    let samples_k = p.dir().join("config/samples/kustomization.yaml");
+    let samples_orig = std::fs::read_to_string(&samples_k).unwrap();
+    std::fs::write(
+        &samples_k,
+        samples_orig.replace("- cache_v1beta1_memcached.yaml\n", ""),
+    )
+    .unwrap();
+    let (code, _, err) = p.release(&["--version", "0.4.0", "--no-images"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("crd-upgrade") && err.contains("v1beta1"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was released"), "{err}");
+    std::fs::write(&crd, original).unwrap();
+    std::fs::write(&samples_k, samples_orig).unwrap();
     assert_eq!(p.state(), before);
 
     // An image build that fails after the bundle and catalog were planned (not a static binary).

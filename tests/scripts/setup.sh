@@ -8,6 +8,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+# kubectl (with its built-in kustomize) renders config/ in tests and `make release`; it is not in
+# Debian's archive, so it must come with the machine (the project's machines have it).
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "setup: kubectl is not installed; tests render config/ with \`kubectl kustomize\`" >&2
+  echo "hint: install kubectl (v1.14+, it embeds kustomize) and re-run" >&2
+  exit 1
+fi
+
 need_apt=()
 for pkg_bin in docker-registry:docker-registry skopeo:skopeo umoci:umoci apache2-utils:htpasswd wrk:wrk; do
   pkg=${pkg_bin%%:*}; bin=${pkg_bin##*:}

@@ -46,6 +46,9 @@ pub struct VerifyArgs {
     /// A bundle directory or a folder of them (repeatable).
     #[arg(long = "bundles", value_name = "DIR", default_value = "bundle")]
     pub bundles: Vec<PathBuf>,
+    /// Report format.
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
 }
 
 /// Arguments of `catalog from-bundles`.
@@ -90,6 +93,42 @@ fn print_report(report: &Report, format: OutputFormat) -> Result<(), CmdError> {
     } else {
         Ok(())
     }
+}
+
+const BUNDLE_DIRS_HINT: &str =
+    "each DIR is a bundle directory (manifests/ and metadata/annotations.yaml) or a folder of them";
+const BUNDLE_DIR_HINT: &str = "a bundle directory holds manifests/ and metadata/annotations.yaml; bundle-tool validate DIR says what is wrong";
+
+/// `catalog verify -o json`: the report's lists under their own keys, and `clean` so that a
+/// script need not check every list.
+fn verify_json(report: &layout::VerifyReport) -> Result<String, CmdError> {
+    let differs: Vec<serde_json::Value> = report
+        .differs
+        .iter()
+        .map(|(bundle, diff)| serde_json::json!({ "bundle": bundle, "diff": diff }))
+        .collect();
+    let v = serde_json::json!({
+        "clean": report.is_clean(),
+        "notInCatalog": report.not_in_catalog,
+        "noBundleDir": report.no_bundle_dir,
+        "differs": differs,
+    });
+    let mut s = serde_json::to_string_pretty(&v).unexpected_err()?;
+    s.push('\n');
+    Ok(s)
+}
+
+fn verify_err(e: layout::VerifyCatalogError) -> CmdError {
+    let hint = match &e {
+        layout::VerifyCatalogError::Load(_) => {
+            "pass --catalog-dir with the catalog directory; bundle-tool catalog validate DIR lists what does not load"
+        }
+        layout::VerifyCatalogError::Render(_) => {
+            "bundle-tool validate DIR says what is wrong with the bundle directory"
+        }
+        layout::VerifyCatalogError::Output(_) => return CmdError::user(e),
+    };
+    CmdError::user(e).hint(hint)
 }
 
 /// Loads and validates a catalog directory: load errors become a one-finding report.
@@ -151,14 +190,32 @@ pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError
         CatalogCommand::Verify(a) => {
             let mut dirs = Vec::new();
             for d in &a.bundles {
-                for dir in layout::find_bundle_dirs(d)
-                    .map_err(|e| CmdError::msg(format!("cannot read {}: {e}", d.display())))?
-                {
-                    dirs.push(olmkit_bundle::load_bundle_dir(&dir).user_err()?);
+                for dir in layout::find_bundle_dirs(d).map_err(|e| {
+                    CmdError::msg(format!("cannot read {}: {e}", d.display()))
+                        .hint("pass --bundles with the bundle directories the catalog was rendered from (default: ./bundle)")
+                        .hint(BUNDLE_DIRS_HINT)
+                })? {
+                    dirs.push(olmkit_bundle::load_bundle_dir(&dir).user_hint(BUNDLE_DIR_HINT)?);
                 }
             }
-            let report = layout::verify(&a.catalog_dir, &dirs).user_err()?;
-            print_data(&report.render_text()).unexpected_err()?;
+            if dirs.is_empty() {
+                // Verifying nothing must not look like a clean result.
+                return Err(CmdError::msg(format!(
+                    "no bundle directories under {}",
+                    a.bundles
+                        .iter()
+                        .map(|d| d.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .hint(BUNDLE_DIRS_HINT));
+            }
+            let report = layout::verify(&a.catalog_dir, &dirs).map_err(verify_err)?;
+            let text = match a.output {
+                OutputFormat::Text => report.render_text(),
+                OutputFormat::Json => verify_json(&report)?,
+            };
+            print_data(&text).unexpected_err()?;
             if report.is_clean() {
                 Ok(())
             } else {
@@ -178,16 +235,19 @@ pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError
             };
             let mut bundles = Vec::new();
             for d in &a.bundles {
-                let dirs = layout::find_bundle_dirs(d)
-                    .map_err(|e| CmdError::msg(format!("cannot read {}: {e}", d.display())))?;
+                let dirs = layout::find_bundle_dirs(d).map_err(|e| {
+                    CmdError::msg(format!("cannot read {}: {e}", d.display()))
+                        .hint(BUNDLE_DIRS_HINT)
+                })?;
                 if dirs.is_empty() {
                     return Err(CmdError::msg(format!(
                         "{}: no bundle directory (nothing with a manifests/ folder)",
                         d.display()
-                    )));
+                    ))
+                    .hint(BUNDLE_DIRS_HINT));
                 }
                 for dir in dirs {
-                    let b = olmkit_bundle::load_bundle_dir(&dir).user_err()?;
+                    let b = olmkit_bundle::load_bundle_dir(&dir).user_hint(BUNDLE_DIR_HINT)?;
                     let image = t.expand(
                         b.package().unwrap_or(""),
                         b.csv_name().unwrap_or(""),

@@ -83,13 +83,33 @@ pub async fn run(command: ExplainCommand, _g: &GlobalArgs) -> Result<(), CmdErro
             "package {:?} has no channel {:?}",
             pkg.package, a.channel
         ))
+        .hint(format!(
+            "--channel is the channel the Subscription follows now, one of: {}",
+            pkg.channels
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
     })?;
+    let explain_err = |e: explain::ExplainError| {
+        let hint = match &e {
+            explain::ExplainError::UnknownChannel { .. } => format!(
+                "bundle-tool graph --catalog-dir {} shows the channels",
+                a.catalog_dir.display()
+            ),
+            explain::ExplainError::UnknownBundle { .. } => {
+                "--from is the installed CSV: bundle-tool status shows it on a cluster".to_string()
+            }
+        };
+        CmdError::user(e).hint(hint)
+    };
     let mut paths: Vec<UpgradePath> = Vec::new();
     if a.olm != OlmChoice::V1 {
-        paths.push(explain::explain_v0(&pkg, channel, &a.from).user_err()?);
+        paths.push(explain::explain_v0(&pkg, channel, &a.from).map_err(explain_err)?);
     }
     if a.olm != OlmChoice::V0 {
-        paths.push(explain::explain_v1(&pkg, channel, &a.from).user_err()?);
+        paths.push(explain::explain_v1(&pkg, channel, &a.from).map_err(explain_err)?);
     }
     let initial_replaces = pkg
         .channel(&a.channel)

@@ -1,12 +1,13 @@
-//! `bundle-tool graph`: the upgrade graph of a catalog's packages as text, Mermaid, DOT or a
-//! self-drawn SVG.
+//! `bundle-tool graph`: the upgrade graph of a catalog's packages as text, Mermaid, DOT, a
+//! self-drawn SVG or JSON.
 
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, print_data};
 use clap::ValueEnum;
 use olmkit_catalog::declcfg::{LoadOptions, load_dir};
-use olmkit_catalog::graph::package_graphs;
+use olmkit_catalog::graph::{PackageGraph, package_graphs};
 use olmkit_catalog::graph_render::{GraphFormat, render};
+use serde_json::{Value, json};
 use std::path::PathBuf;
 
 /// Drawing format.
@@ -21,6 +22,9 @@ pub enum Format {
     Dot,
     /// SVG (drawn by bundle-tool, no graphviz needed).
     Svg,
+    /// JSON: channels, entries with their edges as written, heads, default channel and
+    /// deprecations.
+    Json,
 }
 
 /// Arguments of `bundle-tool graph`.
@@ -35,6 +39,66 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+}
+
+/// One package as JSON. Entries keep the edges as written in the catalog (FBC field names);
+/// `edges` adds what they mean, with skipRange expanded to the bundles it covers. Deprecation
+/// messages are on the package, channel or entry they concern and listed in `deprecations`.
+fn package_json(pkg: &PackageGraph) -> Value {
+    let mut deprecations = Vec::new();
+    if let Some(m) = &pkg.deprecated {
+        deprecations.push(json!({ "schema": "olm.package", "name": pkg.package, "message": m }));
+    }
+    let mut bundle_deps = std::collections::BTreeMap::new();
+    let channels: Vec<Value> = pkg
+        .channels
+        .iter()
+        .map(|c| {
+            if let Some(m) = &c.deprecated {
+                deprecations.push(json!({ "schema": "olm.channel", "name": c.name, "message": m }));
+            }
+            let entries: Vec<Value> = c
+                .nodes
+                .iter()
+                .filter(|n| n.in_channel)
+                .map(|n| {
+                    let mut e = json!(n.entry);
+                    e["version"] = json!(n.version);
+                    if let Some(m) = &n.deprecated {
+                        e["deprecated"] = json!(m);
+                        bundle_deps.insert(n.name.clone(), m.clone());
+                    }
+                    e
+                })
+                .collect();
+            let mut ch = json!({
+                "name": c.name,
+                "default": c.is_default,
+                "heads": c.heads,
+                "entries": entries,
+                "edges": c.edges,
+            });
+            if let Some(m) = &c.deprecated {
+                ch["deprecated"] = json!(m);
+            }
+            ch
+        })
+        .collect();
+    deprecations.extend(
+        bundle_deps
+            .into_iter()
+            .map(|(name, m)| json!({ "schema": "olm.bundle", "name": name, "message": m })),
+    );
+    let mut p = json!({
+        "package": pkg.package,
+        "defaultChannel": pkg.default_channel,
+        "channels": channels,
+        "deprecations": deprecations,
+    });
+    if let Some(m) = &pkg.deprecated {
+        p["deprecated"] = json!(m);
+    }
+    p
 }
 
 /// Runs the command.
@@ -64,6 +128,12 @@ pub async fn run(args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
         Format::Mermaid => GraphFormat::Mermaid,
         Format::Dot => GraphFormat::Dot,
         Format::Svg => GraphFormat::Svg,
+        Format::Json => {
+            let v = json!({ "packages": graphs.iter().map(package_json).collect::<Vec<_>>() });
+            let mut s = serde_json::to_string_pretty(&v).unexpected_err()?;
+            s.push('\n');
+            return print_data(&s).unexpected_err();
+        }
     };
     print_data(&render(&graphs, format)).unexpected_err()
 }

@@ -102,7 +102,7 @@ pub struct OutputArgs {
     #[arg(long)]
     pub created: Option<String>,
     /// Report format on stdout.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
     /// Registry options (with --push).
     #[command(flatten)]
@@ -274,7 +274,7 @@ pub struct PushArgs {
     #[arg(long)]
     pub to: Option<String>,
     /// Report format on stdout.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
     /// Registry options.
     #[command(flatten)]
@@ -288,7 +288,7 @@ pub struct InspectArgs {
     /// (an OCI layout directory).
     pub target: String,
     /// Report format on stdout.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
     /// Registry options.
     #[command(flatten)]

@@ -346,6 +346,17 @@ fn prepare(args: &Args, g: &GlobalArgs) -> Result<Prepared, CmdError> {
         previous.as_ref(),
         &olmkit_bundle::ValidateOptions::default(),
     );
+    // What OLM v1 could not install as it is: warnings here (the release targets OLM v0
+    // catalogs too); `validate --select-optional suite=olm-v1` reports them with their severity.
+    report.extend(
+        crate::cmd::validate::olm_v1_findings(&loaded)
+            .into_iter()
+            .map(|mut f| {
+                f.severity = olmkit_core::findings::Severity::Warning;
+                f.message = format!("OLM v1: {}", f.message);
+                f
+            }),
+    );
     for f in &mut report.findings {
         f.file = f
             .file

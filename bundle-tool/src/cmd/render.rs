@@ -72,21 +72,33 @@ pub fn render_bundle_dir(
     template: &ImageRefTemplate,
     opts: &RenderOptions,
 ) -> Result<declcfg::Bundle, CmdError> {
-    let b = olmkit_bundle::load_bundle_dir(dir).user_err()?;
+    let check = || format!("bundle-tool validate {} says what is wrong", dir.display());
+    let b = olmkit_bundle::load_bundle_dir(dir).user_hint(check())?;
     let (Some(package), Some(name), Some(version)) = (b.package(), b.csv_name(), b.version())
     else {
         // render_bundle names the missing field precisely.
-        return render_bundle(&b, "", opts).user_err();
+        return render_bundle(&b, "", opts).user_hint(check());
     };
     let image = template.expand(package, name, version);
-    render_bundle(&b, &image, opts).user_err()
+    render_bundle(&b, &image, opts).user_hint(check())
+}
+
+/// What `render` accepts, for errors about an input.
+const INPUT_HINT: &str = "an INPUT is a bundle directory (manifests/ and metadata/annotations.yaml), a catalog directory (YAML/JSON files of olm.package, olm.channel and olm.bundle blobs), an FBC file, or a catalog template (schema olm.template.basic or olm.semver)";
+
+/// A directory without manifests/ is read as a catalog, which may not be what was meant.
+fn catalog_dir_hint(dir: &Path) -> String {
+    format!(
+        "{} has no manifests/ folder, so it is read as a catalog directory: every file in it (except what .indexignore excludes) must be YAML or JSON blobs with a `schema`; a bundle directory holds manifests/ and metadata/annotations.yaml",
+        dir.display()
+    )
 }
 
 fn is_template_file(path: &Path) -> Result<Option<serde_json::Value>, CmdError> {
     let bytes = std::fs::read(path)
         .map_err(|e| CmdError::msg(format!("cannot read {}: {e}", path.display())))?;
     let name = path.display().to_string();
-    let docs = olmkit_core::docs::parse_documents(&name, &bytes).user_err()?;
+    let docs = olmkit_core::docs::parse_documents(&name, &bytes).user_hint(INPUT_HINT)?;
     match docs.as_slice() {
         [one]
             if matches!(
@@ -108,11 +120,18 @@ pub fn render_inputs(args: &Args) -> Result<DeclarativeConfig, CmdError> {
     let mut out = DeclarativeConfig::default();
     let mut source: Option<BundlesByImage> = None;
     for input in &args.inputs {
+        if !input.exists() {
+            return Err(
+                CmdError::msg(format!("{}: no such file or directory", input.display()))
+                    .hint(INPUT_HINT),
+            );
+        }
         if input.is_dir() && input.join("manifests").is_dir() {
             out.bundles
                 .push(render_bundle_dir(input, &template_for(args)?, &opts)?);
         } else if input.is_dir() {
-            let cfg = declcfg::load_dir(input, &LoadOptions::default()).user_err()?;
+            let cfg = declcfg::load_dir(input, &LoadOptions::default())
+                .user_hint(catalog_dir_hint(input))?;
             out.merge(cfg);
         } else if let Some(doc) = is_template_file(input)? {
             if source.is_none() {
@@ -126,35 +145,42 @@ pub fn render_inputs(args: &Args) -> Result<DeclarativeConfig, CmdError> {
             out.merge(cfg);
         } else if input.is_file() {
             let name = input.display().to_string();
-            for at in declcfg::load_file(input, &name, &LoadOptions::default()).user_err()? {
+            for at in
+                declcfg::load_file(input, &name, &LoadOptions::default()).user_hint(INPUT_HINT)?
+            {
                 out.push(at.blob);
             }
         } else {
-            return Err(CmdError::msg(format!(
-                "{}: no such file or directory",
-                input.display()
-            )));
+            return Err(
+                CmdError::msg(format!("{}: not a file or directory", input.display()))
+                    .hint(INPUT_HINT),
+            );
         }
     }
     Ok(out)
 }
 
+const BUNDLES_HINT: &str = "--bundles takes bundle directories (manifests/ and metadata/annotations.yaml) or a folder of them";
+
 fn bundle_source(args: &Args, opts: &RenderOptions) -> Result<BundlesByImage, CmdError> {
     let mut src = BundlesByImage::default();
     for c in &args.catalogs {
-        let cfg = declcfg::load_dir(c, &LoadOptions::default()).user_err()?;
+        let cfg = declcfg::load_dir(c, &LoadOptions::default())
+            .user_hint("--catalog takes a catalog directory (YAML/JSON files of FBC blobs); bundle-tool catalog validate DIR lists what does not load")?;
         src.extend(cfg.bundles);
     }
     if !args.bundles.is_empty() {
         let t = template_for(args)?;
         for d in &args.bundles {
-            let dirs = olmkit_catalog::layout::find_bundle_dirs(d)
-                .map_err(|e| CmdError::msg(format!("cannot read {}: {e}", d.display())))?;
+            let dirs = olmkit_catalog::layout::find_bundle_dirs(d).map_err(|e| {
+                CmdError::msg(format!("cannot read {}: {e}", d.display())).hint(BUNDLES_HINT)
+            })?;
             if dirs.is_empty() {
                 return Err(CmdError::msg(format!(
                     "{}: no bundle directory (nothing with a manifests/ folder)",
                     d.display()
-                )));
+                ))
+                .hint(BUNDLES_HINT));
             }
             for dir in dirs {
                 src.extend([render_bundle_dir(&dir, &t, opts)?]);

@@ -1,13 +1,21 @@
 //! `bundle-tool upgrade`: switch a Subscription to another channel, after saying from the local
 //! catalog which CSV the switch leads to (and refusing a switch that would do nothing).
+//!
+//! With `-o json`, stdout gets what was predicted and done instead of the CSV table; this
+//! module also holds the JSON pieces `approve` shares.
 
 use crate::cmd::install::{
     ClusterArgs, WaitArgs, cluster_err, event_printer, load_catalog, olm_missing, report_outcome,
 };
-use crate::exit::CmdError;
-use crate::output::{GlobalArgs, spinner};
+use crate::exit::{CmdError, ResultExt};
+use crate::output::{GlobalArgs, OutputFormat, print_data, spinner};
+use olmkit_cluster::client::Cluster;
+use olmkit_cluster::install::Outcome;
 use olmkit_cluster::olm::{Subscription, subscription_resource};
-use olmkit_cluster::upgrade::{ChangeError, SwitchPlan, SwitchRequest, switch_channel};
+use olmkit_cluster::upgrade::{
+    ChangeError, SwitchPlan, SwitchRequest, SwitchVerdict, switch_channel,
+};
+use serde_json::{Value, json};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -32,6 +40,9 @@ pub struct Args {
     /// Switch even when the catalog shows no upgrade path from the installed CSV.
     #[arg(long)]
     pub force: bool,
+    /// Result format on stdout: the CSV table (text) or the plan and its outcome (json).
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
     #[command(flatten)]
     pub wait: WaitArgs,
     #[command(flatten)]
@@ -111,13 +122,113 @@ pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
     )
     .await;
     bar.finish_and_clear();
-    let (_plan, outcome) = result.map_err(change_err)?;
+    let (plan, outcome) = result.map_err(change_err)?;
+    if args.output == OutputFormat::Json {
+        print_json(&switch_json(&plan, outcome.as_ref()))?;
+    }
     match outcome {
-        Some(o) => report_outcome(o, "upgrade", &cluster, &namespace).await,
+        Some(o) => finish(o, "upgrade", &cluster, &namespace, args.output).await,
         None if interactive => Err(CmdError::msg("channel switch cancelled")),
         None => Err(
             CmdError::msg("not switching without confirmation (stdin is not a terminal)")
                 .hint("pass --yes to switch without asking"),
         ),
+    }
+}
+
+/// `upgrade -o json`: the Subscription, both channels, where the catalog said the switch
+/// leads (`prediction`, `leadsTo`), whether the Subscription was changed and how it ended.
+fn switch_json(plan: &SwitchPlan, outcome: Option<&Outcome>) -> Value {
+    let sub = &plan.subscription;
+    let (prediction, leads_to) = match &plan.verdict {
+        SwitchVerdict::Upgrades { hops } => (
+            json!({ "kind": "upgrades", "hops": hops }),
+            hops.last().cloned(),
+        ),
+        SwitchVerdict::AtHead => (json!({ "kind": "atHead" }), Some(plan.installed.clone())),
+        SwitchVerdict::FreshInstall { head } => (
+            json!({ "kind": "freshInstall", "head": head }),
+            head.clone(),
+        ),
+        SwitchVerdict::NoPath { reason } => (
+            json!({ "kind": "noPath", "reason": reason }),
+            Some(plan.installed.clone()),
+        ),
+        SwitchVerdict::Unknown => (json!({ "kind": "unknown" }), None),
+    };
+    json!({
+        "subscription": {
+            "namespace": sub.metadata.namespace,
+            "name": sub.metadata.name,
+            "package": sub.spec.name,
+            "approval": sub.approval(),
+        },
+        "fromChannel": plan.from_channel,
+        "toChannel": plan.to_channel,
+        "installed": non_empty(&plan.installed),
+        "prediction": prediction,
+        "leadsTo": leads_to.as_deref().and_then(non_empty),
+        "applied": outcome.is_some(),
+        "outcome": outcome.map(outcome_json),
+    })
+}
+
+fn non_empty(s: &str) -> Option<&str> {
+    (!s.is_empty()).then_some(s)
+}
+
+/// How a live change ended, as JSON (`result` names the case).
+pub(crate) fn outcome_json(o: &Outcome) -> Value {
+    match o {
+        Outcome::Installed { csv } => json!({ "result": "installed", "csv": csv }),
+        Outcome::Unchanged { csv } => json!({ "result": "unchanged", "csv": non_empty(csv) }),
+        Outcome::AwaitingApproval { install_plan, csvs } => json!({
+            "result": "awaitingApproval",
+            "installPlan": install_plan,
+            "csvs": csvs,
+        }),
+        Outcome::Failed(f) => json!({
+            "result": "failed",
+            "summary": f.summary,
+            "details": f.details,
+            "hints": f.hints,
+        }),
+        Outcome::TimedOut {
+            after,
+            last_seen,
+            hints,
+        } => json!({
+            "result": "timedOut",
+            "afterSeconds": after.as_secs_f64(),
+            "lastSeen": last_seen,
+            "hints": hints,
+        }),
+    }
+}
+
+pub(crate) fn print_json(v: &Value) -> Result<(), CmdError> {
+    let mut s = serde_json::to_string_pretty(v).unexpected_err()?;
+    s.push('\n');
+    print_data(&s).unexpected_err()
+}
+
+/// Ends a live change: `report_outcome` for text. With JSON on stdout already, the CSV table
+/// `report_outcome` prints for an installed CSV would corrupt it, so that case only gets its
+/// stderr line; the other cases print to stderr only and keep their exit codes.
+pub(crate) async fn finish(
+    outcome: Outcome,
+    what: &str,
+    cluster: &Cluster,
+    namespace: &str,
+    format: OutputFormat,
+) -> Result<(), CmdError> {
+    match (format, outcome) {
+        (OutputFormat::Json, Outcome::Installed { csv }) => {
+            eprintln!(
+                "{what} complete: {csv} is installed (phase Succeeded) in namespace {namespace}"
+            );
+            Ok(())
+        }
+        (_, o) => report_outcome(o, what, cluster, namespace).await,
     }
 }

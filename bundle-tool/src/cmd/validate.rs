@@ -1,6 +1,9 @@
 //! `bundle-tool validate`: `operator-sdk bundle validate` for one or more bundle directories,
 //! plus the install-time checks OLM would fail on and, with `--previous`, CRD upgrade safety.
 //!
+//! The optional `suite=olm-v1` adds what OLM v1 (operator-controller) would reject or need
+//! configured for each bundle (olmkit-cluster's support check, the one `install --olm-v1` runs).
+//!
 //! Every bundle is loaded first (a bundle that cannot be read becomes a `bundle-load` finding
 //! and the others are still checked), then validated; the report goes to stdout as text or
 //! JSON, and the exit code is 1 when any finding is an error.
@@ -17,7 +20,8 @@ pub struct Args {
     /// Bundle directories (each with manifests/ and metadata/).
     #[arg(required = true, value_name = "BUNDLE_DIR")]
     pub bundle_dirs: Vec<PathBuf>,
-    /// Optional suites: suite=operatorhub, suite=good-practices or suite=all (repeatable).
+    /// Optional suites: suite=operatorhub, suite=good-practices, suite=all (both), or
+    /// suite=olm-v1 (what OLM v1 cannot install as it is) (repeatable).
     #[arg(long = "select-optional", value_name = "suite=NAME")]
     pub select_optional: Vec<String>,
     /// The previous release's bundle: also check that upgrading from it is safe (CRD stored
@@ -29,6 +33,18 @@ pub struct Args {
     pub output: OutputFormat,
 }
 
+/// What OLM v1 would reject (errors) or need configured (warnings) to install `bundle`; files
+/// relative to the bundle directory, like every other finding.
+pub(crate) fn olm_v1_findings(bundle: &olmkit_bundle::Bundle) -> Vec<Finding> {
+    use olmkit_cluster::olmv1::BundleFacts;
+    use olmkit_cluster::olmv1::support::check_olmv1_support;
+    match BundleFacts::from_bundle_dir(bundle) {
+        Ok(facts) => check_olmv1_support(&facts).findings,
+        // The default suite already reports why the bundle cannot be read.
+        Err(_) => Vec::new(),
+    }
+}
+
 /// Runs the command.
 pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
     tokio::task::block_in_place(|| validate(&args, g))
@@ -37,14 +53,25 @@ pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
 fn validate(args: &Args, g: &GlobalArgs) -> Result<(), CmdError> {
     olmkit_bundle::schemas::prewarm();
     let mut options = ValidateOptions::default();
+    let mut olm_v1 = false;
     for sel in &args.select_optional {
         for s in sel.split(',').filter(|s| !s.trim().is_empty()) {
-            let suites = Suite::parse_selector(s.trim()).map_err(|m| {
-                CmdError::msg(format!("--select-optional {s}: {m}")).hint(
-                    "use --select-optional suite=operatorhub, suite=good-practices or suite=all",
-                )
-            })?;
-            options.suites.extend(suites);
+            let name = s
+                .trim()
+                .trim_start_matches("suite=")
+                .trim_start_matches("name=");
+            match name {
+                "olm-v1" | "olmv1" => olm_v1 = true,
+                _ => {
+                    let other = s.trim();
+                    let suites = Suite::parse_selector(other).map_err(|m| {
+                        CmdError::msg(format!("--select-optional {s}: {m}")).hint(
+                            "use --select-optional suite=operatorhub, suite=good-practices, suite=olm-v1 or suite=all",
+                        )
+                    })?;
+                    options.suites.extend(suites);
+                }
+            }
         }
     }
     let previous = match &args.previous {
@@ -60,7 +87,10 @@ fn validate(args: &Args, g: &GlobalArgs) -> Result<(), CmdError> {
         let shown = dir.display().to_string();
         match load_bundle_dir(dir) {
             Ok(bundle) => {
-                let r = validate_bundle(&bundle, previous.as_ref(), &options);
+                let mut r = validate_bundle(&bundle, previous.as_ref(), &options);
+                if olm_v1 {
+                    r.extend(olm_v1_findings(&bundle));
+                }
                 report.extend(r.findings.into_iter().map(|mut f| {
                     f.file = Some(match f.file.take() {
                         Some(rel) => dir.join(rel).display().to_string(),

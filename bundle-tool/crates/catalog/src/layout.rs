@@ -411,19 +411,31 @@ impl UpdateGraph {
     }
 }
 
-/// Bundle directories under `dir`: `dir` itself when it has `manifests/`, else its immediate
-/// sub-directories that have one, sorted by version-like name order.
+/// Bundle directories under `dir`: `dir` itself when it has `manifests/`, else every directory
+/// below it that has one, down to two levels (`bundle/<version>/` or
+/// `bundle/<package>/<version>/`), skipping hidden directories; sorted by path.
 pub fn find_bundle_dirs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    if dir.join("manifests").is_dir() {
-        return Ok(vec![dir.to_path_buf()]);
+    fn walk(dir: &Path, depth: u8, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        if dir.join("manifests").is_dir() {
+            out.push(dir.to_path_buf());
+            return Ok(());
+        }
+        if depth == 0 {
+            return Ok(());
+        }
+        for e in std::fs::read_dir(dir)? {
+            let p = e?.path();
+            let hidden = p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+            if p.is_dir() && !hidden {
+                walk(&p, depth - 1, out)?;
+            }
+        }
+        Ok(())
     }
     let mut out = Vec::new();
-    for e in std::fs::read_dir(dir)? {
-        let p = e?.path();
-        if p.join("manifests").is_dir() {
-            out.push(p);
-        }
-    }
+    walk(dir, 2, &mut out)?;
     out.sort();
     Ok(out)
 }

@@ -6,6 +6,17 @@
 use crate::declcfg::Property;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use thiserror::Error;
+
+/// A property value does not have the shape its type calls for.
+#[derive(Debug, Error)]
+#[error("parse property {type_:?}: {source}")]
+pub struct ParsePropertyError {
+    /// The property type (`olm.package`...).
+    pub type_: String,
+    /// What serde said.
+    pub source: serde_json::Error,
+}
 
 /// `olm.package`: the bundle's package name and version.
 pub const PACKAGE: &str = "olm.package";
@@ -75,13 +86,16 @@ impl Property {
         Property::new(BUNDLE_OBJECT, serde_json::json!({ "data": base64 }))
     }
     /// Parses the value as `T`, or explains why it cannot.
-    pub fn parse<T: for<'de> Deserialize<'de>>(&self) -> Result<T, String> {
-        T::deserialize(&self.value).map_err(|e| format!("parse property {:?}: {e}", self.type_))
+    pub fn parse<T: for<'de> Deserialize<'de>>(&self) -> Result<T, ParsePropertyError> {
+        T::deserialize(&self.value).map_err(|source| ParsePropertyError {
+            type_: self.type_.clone(),
+            source,
+        })
     }
 }
 
 /// All `olm.package` values of a property list (parse failures are returned as errors).
-pub fn packages(props: &[Property]) -> Vec<Result<PackageValue, String>> {
+pub fn packages(props: &[Property]) -> Vec<Result<PackageValue, ParsePropertyError>> {
     props
         .iter()
         .filter(|p| p.type_ == PACKAGE)

@@ -46,10 +46,24 @@ pub enum RenderTemplateError {
     },
 }
 
+/// A [`BundleSource`] could not resolve a bundle image.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum ResolveBundleError {
+    /// Nothing to resolve from: the user gave no bundle directory or catalog.
+    #[error("not found: no bundle directory or catalog given to resolve images from")]
+    NoSources,
+    /// The image is not among the known bundles.
+    #[error("not found among the known bundles (e.g. {})", .examples.join(", "))]
+    NotFound {
+        /// A few known images, to show what the source does have.
+        examples: Vec<String>,
+    },
+}
+
 /// Resolves a bundle image reference to its rendered `olm.bundle` blob.
 pub trait BundleSource {
     /// The blob of `image`, or why there is none.
-    fn bundle(&self, image: &str) -> Result<Bundle, String>;
+    fn bundle(&self, image: &str) -> Result<Bundle, ResolveBundleError>;
 }
 
 /// Bundles known by image (from rendered bundle directories or an existing catalog).
@@ -69,17 +83,14 @@ impl BundlesByImage {
 }
 
 impl BundleSource for BundlesByImage {
-    fn bundle(&self, image: &str) -> Result<Bundle, String> {
+    fn bundle(&self, image: &str) -> Result<Bundle, ResolveBundleError> {
         self.by_image.get(image).cloned().ok_or_else(|| {
-            let mut known: Vec<&str> = self.by_image.keys().map(String::as_str).collect();
-            known.truncate(5);
-            if known.is_empty() {
-                "not found: no bundle directory or catalog given to resolve images from".into()
+            if self.by_image.is_empty() {
+                ResolveBundleError::NoSources
             } else {
-                format!(
-                    "not found among the known bundles (e.g. {})",
-                    known.join(", ")
-                )
+                ResolveBundleError::NotFound {
+                    examples: self.by_image.keys().take(5).cloned().collect(),
+                }
             }
         })
     }
@@ -131,10 +142,10 @@ pub fn render_basic(
                 let rendered =
                     source
                         .bundle(&b.image)
-                        .map_err(|message| RenderTemplateError::Bundle {
+                        .map_err(|e| RenderTemplateError::Bundle {
                             file: file.to_string(),
                             image: b.image.clone(),
-                            message,
+                            message: e.to_string(),
                         })?;
                 out.bundles.push(rendered);
             }
@@ -465,10 +476,10 @@ pub fn render_semver(
                 None => {
                     let b = source
                         .bundle(img)
-                        .map_err(|message| RenderTemplateError::Bundle {
+                        .map_err(|e| RenderTemplateError::Bundle {
                             file: file.to_string(),
                             image: img.clone(),
-                            message,
+                            message: e.to_string(),
                         })?;
                     rendered.insert(img.clone(), b.clone());
                     b

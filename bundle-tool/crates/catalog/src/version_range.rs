@@ -10,6 +10,47 @@
 use semver::Version;
 use std::cmp::Ordering;
 use std::fmt;
+use thiserror::Error;
+
+/// A range could not be parsed. The texts are blang's, which opm prints and tests compare.
+#[derive(Debug, Error)]
+pub enum ParseVersionRangeError {
+    /// The range starts with `||`.
+    #[error("First element in range is '||'")]
+    LeadingOr,
+    /// The range ends with `||`.
+    #[error("Last element in range is '||'")]
+    TrailingOr,
+    /// A token (or the whole range) has no version in it.
+    #[error("Could not get version from string: {0:?}")]
+    NoVersion(String),
+    /// A comparator operator is not one blang knows.
+    #[error("Could not parse comparator {op:?} in {token:?}")]
+    Comparator {
+        /// The operator text.
+        op: String,
+        /// The token it was found in.
+        token: String,
+    },
+    /// A wildcard version (`1.x`, `1.2.x`) is malformed.
+    #[error("Could not parse version {version:?} in {token:?}")]
+    Wildcard {
+        /// The version part of the token.
+        version: String,
+        /// The token.
+        token: String,
+    },
+    /// A version is not a full `x.y.z[-pre][+build]` semver.
+    #[error("Could not parse version {version:?} in {token:?}: {source}")]
+    Version {
+        /// The version part of the token.
+        version: String,
+        /// The token.
+        token: String,
+        /// What semver said.
+        source: semver::Error,
+    },
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Op {
@@ -80,10 +121,10 @@ fn split_and_trim(s: &str) -> Vec<String> {
         .collect()
 }
 
-fn split_comparator_version(s: &str) -> Result<(&str, &str), String> {
+fn split_comparator_version(s: &str) -> Result<(&str, &str), ParseVersionRangeError> {
     let i = s
         .find(|c: char| c.is_ascii_digit())
-        .ok_or_else(|| format!("Could not get version from string: {s:?}"))?;
+        .ok_or_else(|| ParseVersionRangeError::NoVersion(s.to_string()))?;
     Ok((s[..i].trim(), &s[i..]))
 }
 
@@ -100,32 +141,36 @@ fn parse_op(op: &str) -> Option<Op> {
 }
 
 /// Parses a full `x.y.z[-pre][+build]` version like blang's strict `Parse`.
-pub fn parse_version(s: &str) -> Result<Version, String> {
-    Version::parse(s).map_err(|e| e.to_string())
+pub fn parse_version(s: &str) -> Result<Version, semver::Error> {
+    Version::parse(s)
 }
 
 /// Expands `x` wildcards (`1.2.x`, `1.x`, `>1.x`...) into plain comparators, as blang does.
-fn expand_wildcard(token: &str) -> Result<Vec<String>, String> {
+fn expand_wildcard(token: &str) -> Result<Vec<String>, ParseVersionRangeError> {
     if !token.contains('x') {
         return Ok(vec![token.to_string()]);
     }
     let (op, v) = split_comparator_version(token)?;
+    let bad_version = || ParseVersionRangeError::Wildcard {
+        version: v.to_string(),
+        token: token.to_string(),
+    };
     let parts: Vec<&str> = v.split('.').collect();
     // Which component is the first wildcard: 2 = minor (`1.x`, `1.x.x`), 3 = patch (`1.2.x`).
     let wildcard = match parts.as_slice() {
         [_, "x"] | [_, "x", "x"] => 2,
         [_, _, "x"] => 3,
-        _ => return Err(format!("Could not parse version {v:?} in {token:?}")),
+        _ => return Err(bad_version()),
     };
     let major: u64 = parts
         .first()
         .and_then(|p| p.parse().ok())
-        .ok_or_else(|| format!("Could not parse version {v:?} in {token:?}"))?;
+        .ok_or_else(bad_version)?;
     let minor: u64 = if wildcard == 3 {
         parts
             .get(1)
             .and_then(|p| p.parse().ok())
-            .ok_or_else(|| format!("Could not parse version {v:?} in {token:?}"))?
+            .ok_or_else(bad_version)?
     } else {
         0
     };
@@ -142,22 +187,27 @@ fn expand_wildcard(token: &str) -> Result<Vec<String>, String> {
         "<=" => vec![format!("<{incremented}")],
         "" | "=" | "==" => vec![format!(">={flat}"), format!("<{incremented}")],
         "!=" | "!" => vec![format!("<{flat}"), format!(">={incremented}")],
-        _ => return Err(format!("Could not parse comparator {op:?} in {token:?}")),
+        _ => {
+            return Err(ParseVersionRangeError::Comparator {
+                op: op.to_string(),
+                token: token.to_string(),
+            });
+        }
     })
 }
 
 impl VersionRange {
     /// Parses a range; the error is blang's wording.
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, ParseVersionRangeError> {
         let tokens = split_and_trim(s);
         let mut groups: Vec<Vec<String>> = vec![Vec::new()];
         for (i, t) in tokens.iter().enumerate() {
             if t == "||" {
                 if i == 0 {
-                    return Err("First element in range is '||'".into());
+                    return Err(ParseVersionRangeError::LeadingOr);
                 }
                 if i == tokens.len() - 1 {
-                    return Err("Last element in range is '||'".into());
+                    return Err(ParseVersionRangeError::TrailingOr);
                 }
                 groups.push(Vec::new());
             } else if let Some(g) = groups.last_mut() {
@@ -170,17 +220,23 @@ impl VersionRange {
             for t in g {
                 for t in expand_wildcard(&t)? {
                     let (op, v) = split_comparator_version(&t)?;
-                    let op = parse_op(op)
-                        .ok_or_else(|| format!("Could not parse comparator {op:?} in {t:?}"))?;
-                    let version = parse_version(v)
-                        .map_err(|e| format!("Could not parse version {v:?} in {t:?}: {e}"))?;
+                    let op = parse_op(op).ok_or_else(|| ParseVersionRangeError::Comparator {
+                        op: op.to_string(),
+                        token: t.clone(),
+                    })?;
+                    let version =
+                        parse_version(v).map_err(|source| ParseVersionRangeError::Version {
+                            version: v.to_string(),
+                            token: t.clone(),
+                            source,
+                        })?;
                     all_of.push(Comparator { op, version });
                 }
             }
             any_of.push(all_of);
         }
         if any_of.iter().all(Vec::is_empty) {
-            return Err(format!("Could not get version from string: {s:?}"));
+            return Err(ParseVersionRangeError::NoVersion(s.to_string()));
         }
         Ok(Self {
             source: s.to_string(),

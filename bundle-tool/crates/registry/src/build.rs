@@ -239,8 +239,11 @@ fn push_blob(root: &Path, out: &mut ScannedFile, index: usize, blob: Blob, span:
             let mut metas = 0usize;
             for (i, p) in b.properties.iter().enumerate() {
                 if p.type_ == property::BUNDLE_OBJECT {
-                    let checked = payload::object_bytes(&p.value, root, &out.rel)
-                        .and_then(|bytes| payload::object_to_json(bytes, &out.rel));
+                    // Either step's text goes into the finding as is.
+                    let checked: Result<_, Box<dyn std::error::Error>> =
+                        payload::object_bytes(&p.value, root, &out.rel)
+                            .map_err(Into::into)
+                            .and_then(|bytes| Ok(payload::object_to_json(bytes, &out.rel)?));
                     if let Err(e) = checked {
                         out.findings.push(
                             Finding::error(

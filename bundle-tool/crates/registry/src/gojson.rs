@@ -13,6 +13,20 @@
 
 use serde_json::{Map, Value};
 use std::io;
+use thiserror::Error;
+
+/// An `olm.csv.metadata` value does not decode into operator-registry's Go type; the text is
+/// `encoding/json`'s, with the JSON path of the offending value.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{path}: cannot unmarshal {found} into a Go value of type {want}")]
+pub struct DecodeCsvMetadataError {
+    /// Where the value is (`olm.csv.metadata.installModes[0].supported`).
+    pub path: String,
+    /// The JSON type found (`string`...).
+    pub found: &'static str,
+    /// The Go type expected (`bool`...).
+    pub want: &'static str,
+}
 
 /// serde_json formatter that escapes like Go's `encoding/json` with HTML escaping on.
 struct GoFormatter;
@@ -219,15 +233,16 @@ fn type_name(v: &Value) -> &'static str {
 
 /// Go's `json.Unmarshal` into a typed value: unknown keys are ignored, keys match
 /// case-insensitively when there is no exact match, `null` leaves the zero value.
-fn decode(ty: &Ty, v: &Value, path: &str) -> Result<Option<Typed>, String> {
+fn decode(ty: &Ty, v: &Value, path: &str) -> Result<Option<Typed>, DecodeCsvMetadataError> {
     if v.is_null() && !matches!(ty, Ty::Raw) {
         return Ok(None);
     }
-    let mismatch = |want: &str| {
-        Err(format!(
-            "{path}: cannot unmarshal {} into a Go value of type {want}",
-            type_name(v)
-        ))
+    let mismatch = |want: &'static str| {
+        Err(DecodeCsvMetadataError {
+            path: path.to_string(),
+            found: type_name(v),
+            want,
+        })
     };
     Ok(Some(match ty {
         Ty::Str => match v {
@@ -252,10 +267,11 @@ fn decode(ty: &Ty, v: &Value, path: &str) -> Result<Option<Typed>, String> {
                         // A null map value decodes to "" in Go.
                         Value::Null => out.push((k.clone(), String::new())),
                         _ => {
-                            return Err(format!(
-                                "{path}.{k}: cannot unmarshal {} into a Go value of type string",
-                                type_name(val)
-                            ));
+                            return Err(DecodeCsvMetadataError {
+                                path: format!("{path}.{k}"),
+                                found: type_name(val),
+                                want: "string",
+                            });
                         }
                     }
                 }
@@ -381,7 +397,7 @@ pub struct CsvSource<'a> {
 }
 
 /// Checks that an `olm.csv.metadata` value decodes into operator-registry's Go type.
-pub fn check_csv_metadata(value: &Value) -> Result<(), String> {
+pub fn check_csv_metadata(value: &Value) -> Result<(), DecodeCsvMetadataError> {
     decode(&CSV_METADATA, value, "olm.csv.metadata").map(|_| ())
 }
 
@@ -392,7 +408,7 @@ fn field(vals: &[Option<Typed>], i: usize) -> &Option<Typed> {
 
 /// Builds the ClusterServiceVersion JSON opm serves for a bundle that has an
 /// `olm.csv.metadata` property and no CSV among its objects.
-pub fn synthetic_csv(src: &CsvSource<'_>) -> Result<String, String> {
+pub fn synthetic_csv(src: &CsvSource<'_>) -> Result<String, DecodeCsvMetadataError> {
     let decoded = match src.metadata {
         Some(v) => decode(&CSV_METADATA, v, "olm.csv.metadata")?,
         None => None,
@@ -566,9 +582,9 @@ mod tests {
     #[test]
     fn csv_metadata_type_errors_are_reported() {
         let e = check_csv_metadata(&json!({"installModes": [{"supported": "yes"}]})).unwrap_err();
-        assert!(
-            e.contains("olm.csv.metadata.installModes[0].supported"),
-            "{e}"
+        assert_eq!(
+            e.to_string(),
+            "olm.csv.metadata.installModes[0].supported: cannot unmarshal string into a Go value of type bool"
         );
         assert!(check_csv_metadata(&json!({"labels": {"a": null}})).is_ok());
     }

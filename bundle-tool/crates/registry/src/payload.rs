@@ -22,6 +22,44 @@ use std::os::unix::fs::FileExt;
 use std::path::{Component, Path, PathBuf};
 use thiserror::Error;
 
+/// The bytes of an `olm.bundle.object` could not be read. The texts follow opm's
+/// (`alpha/declcfg/load.go`), which findings and served errors quote.
+#[derive(Debug, Error)]
+pub enum ReadBundleObjectError {
+    /// Both `data` and `ref` are set.
+    #[error("fields 'ref' and 'data' are mutually exclusive")]
+    DataAndRef,
+    /// `data` is not standard base64.
+    #[error("illegal base64 data: {0}")]
+    Base64(#[source] base64::DecodeError),
+    /// `ref` is an absolute path.
+    #[error("reference must be a relative path")]
+    AbsoluteRef,
+    /// `ref` climbs out of the catalog root.
+    #[error("open {0}: invalid argument (outside the catalog)")]
+    OutsideCatalog(String),
+    /// The referenced file could not be read.
+    #[error("open {}: {source}", path.display())]
+    Open {
+        /// The file, relative to the catalog root.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// An object's bytes could not be converted to JSON like `yaml.ToJSON` does.
+#[derive(Debug, Error)]
+pub enum ObjectToJsonError {
+    /// JSON-looking bytes that are not UTF-8.
+    #[error("object is not UTF-8 text")]
+    NotUtf8,
+    /// Neither JSON nor YAML. The text is the parser's message alone (no file name), as the
+    /// callers already say which file and object.
+    #[error("{}", .0.message)]
+    Parse(olmkit_core::docs::ParseDocumentError),
+}
+
 /// A bundle's payload could not be read.
 #[derive(Debug, Error)]
 pub enum ReadPayloadError {
@@ -138,14 +176,14 @@ pub fn read_blob(src: &Source<'_>, span: &Span) -> Result<Blob, ReadPayloadError
         ));
     }
     let doc = docs.swap_remove(pick);
-    blob_from_value(doc, file.yaml, &LoadOptions::default()).map_err(err)
+    blob_from_value(doc, file.yaml, &LoadOptions::default()).map_err(|e| err(e.to_string()))
 }
 
 /// Resolves an `olm.bundle.object` `ref` like Go's `fs.FS`: relative to the directory of the
 /// file holding the blob, and never outside the catalog root.
-fn resolve_ref(blob_file: &str, reference: &str) -> Result<PathBuf, String> {
+fn resolve_ref(blob_file: &str, reference: &str) -> Result<PathBuf, ReadBundleObjectError> {
     if Path::new(reference).is_absolute() {
-        return Err("reference must be a relative path".into());
+        return Err(ReadBundleObjectError::AbsoluteRef);
     }
     let dir = Path::new(blob_file).parent().unwrap_or(Path::new(""));
     let joined = dir.join(reference);
@@ -156,13 +194,11 @@ fn resolve_ref(blob_file: &str, reference: &str) -> Result<PathBuf, String> {
             Component::CurDir => {}
             Component::ParentDir => {
                 if out.pop().is_none() {
-                    return Err(format!(
-                        "open {reference}: invalid argument (outside the catalog)"
-                    ));
+                    return Err(ReadBundleObjectError::OutsideCatalog(reference.to_string()));
                 }
             }
             Component::RootDir | Component::Prefix(_) => {
-                return Err("reference must be a relative path".into());
+                return Err(ReadBundleObjectError::AbsoluteRef);
             }
         }
     }
@@ -177,7 +213,11 @@ const GO_STD_BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPur
 );
 
 /// The raw bytes of one `olm.bundle.object` property value.
-pub fn object_bytes(value: &Value, root: &Path, blob_file: &str) -> Result<Vec<u8>, String> {
+pub fn object_bytes(
+    value: &Value,
+    root: &Path,
+    blob_file: &str,
+) -> Result<Vec<u8>, ReadBundleObjectError> {
     let data = value
         .get("data")
         .and_then(Value::as_str)
@@ -187,7 +227,7 @@ pub fn object_bytes(value: &Value, root: &Path, blob_file: &str) -> Result<Vec<u
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty());
     match (data, reference) {
-        (Some(_), Some(_)) => Err("fields 'ref' and 'data' are mutually exclusive".into()),
+        (Some(_), Some(_)) => Err(ReadBundleObjectError::DataAndRef),
         (Some(data), None) => {
             // Go's base64 decoder skips line breaks inside the data.
             let cleaned: std::borrow::Cow<'_, str> = if data.contains(['\r', '\n']) {
@@ -197,11 +237,12 @@ pub fn object_bytes(value: &Value, root: &Path, blob_file: &str) -> Result<Vec<u
             };
             GO_STD_BASE64
                 .decode(cleaned.as_bytes())
-                .map_err(|e| format!("illegal base64 data: {e}"))
+                .map_err(ReadBundleObjectError::Base64)
         }
         (None, Some(reference)) => {
             let rel = resolve_ref(blob_file, reference)?;
-            std::fs::read(root.join(&rel)).map_err(|e| format!("open {}: {e}", rel.display()))
+            std::fs::read(root.join(&rel))
+                .map_err(|source| ReadBundleObjectError::Open { path: rel, source })
         }
         (None, None) => Ok(Vec::new()),
     }
@@ -209,15 +250,16 @@ pub fn object_bytes(value: &Value, root: &Path, blob_file: &str) -> Result<Vec<u
 
 /// `k8s.io/apimachinery/pkg/util/yaml.ToJSON`: JSON (first non-blank byte `{`) is returned as
 /// is, anything else is parsed as YAML and re-encoded with sorted keys.
-pub fn object_to_json(bytes: Vec<u8>, what: &str) -> Result<String, String> {
+pub fn object_to_json(bytes: Vec<u8>, what: &str) -> Result<String, ObjectToJsonError> {
     let json_prefix = bytes
         .iter()
         .find(|b| !b.is_ascii_whitespace())
         .is_some_and(|b| *b == b'{');
     if json_prefix {
-        return String::from_utf8(bytes).map_err(|_| "object is not UTF-8 text".into());
+        return String::from_utf8(bytes).map_err(|_| ObjectToJsonError::NotUtf8);
     }
-    let docs = olmkit_core::docs::parse_documents(what, &bytes).map_err(|e| e.message)?;
+    let docs =
+        olmkit_core::docs::parse_documents(what, &bytes).map_err(ObjectToJsonError::Parse)?;
     Ok(match docs.into_iter().next() {
         Some(v) => gojson::compact_sorted(v),
         None => "null".into(),
@@ -298,7 +340,7 @@ pub fn bundle_payload(
                     package.icon_media_type.as_str(),
                 )),
             })
-            .map_err(err)?;
+            .map_err(|e| err(e.to_string()))?;
             if objects.is_empty() {
                 objects.push(csv_json.clone());
             }

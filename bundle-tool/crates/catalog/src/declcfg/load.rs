@@ -59,6 +59,37 @@ pub enum LoadCatalogError {
     },
 }
 
+/// A parsed document could not be turned into a blob. The texts follow opm's where opm has
+/// some; [`LoadCatalogError::Blob`] carries them as its message.
+#[derive(Debug, Error)]
+pub enum ParseBlobError {
+    /// The document is not an object.
+    #[error("expected a blob (a JSON/YAML object), found {0}")]
+    NotAnObject(&'static str),
+    /// Top-level keys that differ only by case (opm matches them case-insensitively).
+    #[error("{}", .0.join(", "))]
+    DuplicateKeys(Vec<String>),
+    /// A meta key (`schema`, `package`, `name`) holds something other than a string.
+    #[error("expected value for key {key:?} to be a string, got {found}")]
+    NotAString {
+        /// The key as spelled in the document.
+        key: String,
+        /// What the value is (`a number`...).
+        found: &'static str,
+    },
+    /// The object has no `schema`.
+    #[error("object '{0}' is missing root schema field")]
+    MissingSchema(String),
+    /// A blob of a known schema has fields of the wrong JSON types.
+    #[error("parse {what}: {source}")]
+    Typed {
+        /// The blob kind (`package`, `bundle`...).
+        what: &'static str,
+        /// What serde said.
+        source: serde_json::Error,
+    },
+}
+
 /// Options of the loaders.
 #[derive(Clone, Copy, Debug)]
 pub struct LoadOptions {
@@ -157,12 +188,11 @@ pub fn load_bytes(
     let docs = parse_documents(name, bytes)?;
     let mut out = Vec::with_capacity(docs.len());
     for (index, doc) in docs.into_iter().enumerate() {
-        let blob =
-            blob_from_value(doc, from_yaml, opts).map_err(|message| LoadCatalogError::Blob {
-                file: name.to_string(),
-                index,
-                message,
-            })?;
+        let blob = blob_from_value(doc, from_yaml, opts).map_err(|e| LoadCatalogError::Blob {
+            file: name.to_string(),
+            index,
+            message: e.to_string(),
+        })?;
         out.push(BlobAt {
             file: name.to_string(),
             index,
@@ -287,7 +317,7 @@ fn json_type(v: &Value) -> &'static str {
 /// Makes the top-level keys `schema`, `package` and `name` canonical: opm (Go's encoding/json)
 /// matches them case-insensitively, so `Schema:` works there and must work here. Two keys that
 /// differ only by case are an error, as in opm.
-fn canonical_meta_keys(obj: &mut Map<String, Value>) -> Result<(), String> {
+fn canonical_meta_keys(obj: &mut Map<String, Value>) -> Result<(), ParseBlobError> {
     let mut seen: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for k in obj.keys() {
         seen.entry(k.to_lowercase()).or_default().push(k.clone());
@@ -302,7 +332,7 @@ fn canonical_meta_keys(obj: &mut Map<String, Value>) -> Result<(), String> {
         })
         .collect();
     if !dups.is_empty() {
-        return Err(dups.join(", "));
+        return Err(ParseBlobError::DuplicateKeys(dups));
     }
     // `package` and `name` of known schemas are checked by their typed parse, which reports
     // them as `parse <schema>: ...` like opm's addMeta does.
@@ -311,10 +341,10 @@ fn canonical_meta_keys(obj: &mut Map<String, Value>) -> Result<(), String> {
             && let Some(v) = obj.get(key)
             && !v.is_string()
         {
-            return Err(format!(
-                "expected value for key {key:?} to be a string, got {}",
-                json_type(v)
-            ));
+            return Err(ParseBlobError::NotAString {
+                key: key.clone(),
+                found: json_type(v),
+            });
         }
     }
     Ok(())
@@ -355,8 +385,8 @@ fn sort_value_keys(v: &mut Value) {
     }
 }
 
-fn typed<T: DeserializeOwned>(what: &str, v: Value) -> Result<T, String> {
-    serde_json::from_value(v).map_err(|e| format!("parse {what}: {e}"))
+fn typed<T: DeserializeOwned>(what: &'static str, v: Value) -> Result<T, ParseBlobError> {
+    serde_json::from_value(v).map_err(|source| ParseBlobError::Typed { what, source })
 }
 
 const PACKAGE_FIELDS: &[&str] = &[
@@ -379,7 +409,11 @@ const BUNDLE_FIELDS: &[&str] = &[
 const DEPRECATION_FIELDS: &[&str] = &["schema", "package", "entries"];
 
 /// Turns one parsed document into a blob.
-pub fn blob_from_value(doc: Value, from_yaml: bool, opts: &LoadOptions) -> Result<Blob, String> {
+pub fn blob_from_value(
+    doc: Value,
+    from_yaml: bool,
+    opts: &LoadOptions,
+) -> Result<Blob, ParseBlobError> {
     blob_from_value_counted(doc, from_yaml, opts, 0)
 }
 
@@ -388,12 +422,9 @@ fn blob_from_value_counted(
     from_yaml: bool,
     opts: &LoadOptions,
     already_omitted: usize,
-) -> Result<Blob, String> {
+) -> Result<Blob, ParseBlobError> {
     let Value::Object(mut obj) = doc else {
-        return Err(format!(
-            "expected a blob (a JSON/YAML object), found {}",
-            json_type(&doc)
-        ));
+        return Err(ParseBlobError::NotAnObject(json_type(&doc)));
     };
     canonical_meta_keys(&mut obj)?;
     let get = |obj: &Map<String, Value>, key: &str| -> String {
@@ -405,10 +436,9 @@ fn blob_from_value_counted(
     };
     let schema = get(&obj, "schema");
     match schema.as_str() {
-        "" => Err(format!(
-            "object '{}' is missing root schema field",
-            short_json(&Value::Object(obj))
-        )),
+        "" => Err(ParseBlobError::MissingSchema(short_json(&Value::Object(
+            obj,
+        )))),
         super::SCHEMA_PACKAGE => {
             canonicalize_fields(&mut obj, PACKAGE_FIELDS);
             if from_yaml {
@@ -446,10 +476,10 @@ fn blob_from_value_counted(
                 if let Some((k, v)) = obj.iter().find(|(k, _)| k.eq_ignore_ascii_case(key))
                     && !v.is_string()
                 {
-                    return Err(format!(
-                        "expected value for key {k:?} to be a string, got {}",
-                        json_type(v)
-                    ));
+                    return Err(ParseBlobError::NotAString {
+                        key: k.clone(),
+                        found: json_type(v),
+                    });
                 }
             }
             let package = get(&obj, "package");
@@ -473,7 +503,8 @@ fn blob_from_value_counted(
 /// almost all such payloads, so this is what makes a 1.6 GB catalog cheap to validate.
 mod fast_json {
     use super::{
-        BlobAt, LoadCatalogError, LoadOptions, blob_from_value_counted, looks_like_base64,
+        BlobAt, LoadCatalogError, LoadOptions, ParseBlobError, blob_from_value_counted,
+        looks_like_base64,
     };
     use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
     use serde_json::{Map, Value};
@@ -830,14 +861,12 @@ mod fast_json {
                 Doc::Object(obj, omitted) => {
                     blob_from_value_counted(Value::Object(obj), false, opts, omitted)
                 }
-                Doc::NotObject(kind) => Err(format!(
-                    "expected a blob (a JSON/YAML object), found {kind}"
-                )),
+                Doc::NotObject(kind) => Err(ParseBlobError::NotAnObject(kind)),
             }
-            .map_err(|message| LoadCatalogError::Blob {
+            .map_err(|e| LoadCatalogError::Blob {
                 file: name.to_string(),
                 index,
-                message,
+                message: e.to_string(),
             })?;
             out.push(BlobAt {
                 file: name.to_string(),
