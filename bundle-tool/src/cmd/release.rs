@@ -386,6 +386,9 @@ fn prepare(args: &Args, g: &GlobalArgs) -> Result<Prepared, CmdError> {
                 ))
                 .hint("release a new version instead (e.g. bump the patch number)")
                 .hint(format!(
+                    "to add {version} to another channel, use `bundle-tool promote {version} --to CHANNEL`"
+                ))
+                .hint(format!(
                     "if {} was never published, delete it (and its catalog entries) and release again",
                     bundle_dir.display()
                 )));

@@ -192,8 +192,53 @@ fn bundle_source(args: &Args, opts: &RenderOptions) -> Result<BundlesByImage, Cm
 
 /// Runs the command.
 pub async fn run(args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
+    // One catalog directory: render it package by package, so memory stays at a few packages
+    // whatever the catalog's size (the output bytes are the same).
+    if let [dir] = args.inputs.as_slice()
+        && dir.is_dir()
+        && !dir.join("manifests").is_dir()
+    {
+        return tokio::task::block_in_place(|| render_catalog_dir(dir, &args));
+    }
     let cfg = render_inputs(&args)?;
     write_streaming(cfg, args.output.into())
+}
+
+/// Why streaming a catalog directory to stdout stopped.
+#[derive(Debug)]
+enum StreamError {
+    Catalog(declcfg::stream::RenderCatalogDirError),
+    Stdout(std::io::Error),
+}
+
+impl From<declcfg::stream::RenderCatalogDirError> for StreamError {
+    fn from(e: declcfg::stream::RenderCatalogDirError) -> Self {
+        StreamError::Catalog(e)
+    }
+}
+
+fn render_catalog_dir(dir: &Path, args: &Args) -> Result<(), CmdError> {
+    use declcfg::stream::{RenderCatalogDirError, render_dir_streaming};
+    let result = render_dir_streaming(
+        dir,
+        &LoadOptions::default(),
+        args.output.into(),
+        |chunk: Vec<u8>| {
+            // Blobs are rendered from Strings: the bytes are UTF-8.
+            print_data(&String::from_utf8_lossy(&chunk)).map_err(StreamError::Stdout)
+        },
+    );
+    match result {
+        Ok(mode) => {
+            tracing::debug!(?mode, dir = %dir.display(), "catalog rendered");
+            Ok(())
+        }
+        Err(StreamError::Catalog(RenderCatalogDirError::Load(e))) => {
+            Err(CmdError::user(e).hint(catalog_dir_hint(dir)))
+        }
+        Err(StreamError::Catalog(e)) => Err(CmdError::unexpected(e)),
+        Err(StreamError::Stdout(e)) => Err(CmdError::unexpected(e)),
+    }
 }
 
 /// Writes blobs to stdout package by package (rendered in parallel), so that a 1.6 GB catalog

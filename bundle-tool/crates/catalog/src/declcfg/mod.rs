@@ -6,6 +6,7 @@
 //! JSON untouched. Loading lives in [`load`], writing in [`write`]; neither validates.
 
 pub mod load;
+pub mod stream;
 pub mod write;
 
 pub use load::{
