@@ -301,6 +301,17 @@ fn plan_writes_nothing_and_says_what_would_change() {
     assert_eq!(v["planOnly"], true);
     assert_eq!(v["bundleWritten"], false);
     assert_eq!(v["csvName"], "memcached-operator.v0.4.0");
+    let ops: Vec<&str> = v["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["op"].as_str().unwrap())
+        .collect();
+    assert_eq!(ops, ["addBundle", "addEntry"], "{v}");
+    assert_eq!(
+        v["changes"][1]["entry"]["replaces"],
+        "memcached-operator.v0.3.0"
+    );
     assert_eq!(p.state(), before);
 }
 

@@ -61,7 +61,7 @@ fn plan_err(e: PlanReleaseError, args: &Args) -> CmdError {
 }
 
 /// One [`Change`] as JSON, tagged by `op` (the verb of its text line).
-fn change_json(c: &Change) -> Value {
+pub(crate) fn change_json(c: &Change) -> Value {
     match c {
         Change::AddPackage(p) => json!({
             "op": "addPackage",

@@ -857,6 +857,7 @@ fn report(args: &Args, p: &Prepared, plan_only: bool) -> Result<(), CmdError> {
                 "alreadyReleased": done,
                 "planOnly": plan_only,
                 "plan": p.plan.render_text(),
+                "changes": p.plan.changes.iter().map(crate::cmd::promote::change_json).collect::<Vec<_>>(),
                 "bundleWritten": !plan_only && !p.bundle_unchanged,
                 "catalogChanged": !plan_only && p.plan.outcome == Outcome::Changed,
                 "layout": if p.images.is_empty() || plan_only { Value::Null } else { json!(args.layout.display().to_string()) },
