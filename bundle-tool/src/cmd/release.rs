@@ -198,25 +198,9 @@ fn prepare(args: &Args, g: &GlobalArgs) -> Result<Prepared, CmdError> {
             && olmkit_catalog::validate::bundle_version(b)
                 .is_some_and(|v| v.cmp_precedence(&version).is_eq())
     });
-    let edges = csv_edges(&catalog.config, &package, &channels, &version).user_err()?;
-    let skip_mode = match args.skip_range.as_deref() {
-        None => SkipRangeMode::None,
-        Some("") => SkipRangeMode::BelowNew,
-        Some(r) => SkipRangeMode::Explicit(r.to_string()),
-    };
-    let (replaces, skips, skip_range) = match (&recorded, &edges) {
-        (Some(_), Some(e)) => (
-            Some(e.replaces.clone()).filter(|r| !r.is_empty()),
-            e.skips.clone(),
-            Some(e.skip_range.clone()).filter(|r| !r.is_empty()),
-        ),
-        (Some(_), None) => (None, Vec::new(), None),
-        (None, e) => (
-            e.as_ref().map(|e| e.replaces.clone()),
-            Vec::new(),
-            Some(skip_range_for(&skip_mode, &version).user_err()?).filter(|r| !r.is_empty()),
-        ),
-    };
+    let skip_mode = skip_mode(args);
+    let (replaces, skips, skip_range) =
+        csv_edge_options(&catalog.config, &package, &channels, &version, &skip_mode)?;
 
     // createdAt: a released bundle keeps its own, so that re-running its release is a no-op.
     let existing = if bundle_dir.exists() {
@@ -229,18 +213,7 @@ fn prepare(args: &Args, g: &GlobalArgs) -> Result<Prepared, CmdError> {
     } else {
         None
     };
-    let created_at = existing
-        .as_ref()
-        .and_then(|b| b.csv())
-        .and_then(|c| c.object.pointer("/metadata/annotations/createdAt"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let created_at = match created_at {
-        Some(c) => c,
-        None => epoch::build_time()
-            .map(epoch::rfc3339)
-            .user_hint("unset SOURCE_DATE_EPOCH or set it to seconds since 1970")?,
-    };
+    let created_at = created_at(existing.as_ref())?;
 
     // Image names. The manifests' manager image says which containers run the operator; the
     // release points them at REPO:VERSION (like `kustomize edit set image controller=...`).
@@ -341,28 +314,7 @@ fn prepare(args: &Args, g: &GlobalArgs) -> Result<Prepared, CmdError> {
         }
         None => None,
     };
-    let mut report = olmkit_bundle::validate_bundle(
-        &loaded,
-        previous.as_ref(),
-        &olmkit_bundle::ValidateOptions::default(),
-    );
-    // What OLM v1 could not install as it is: warnings here (the release targets OLM v0
-    // catalogs too); `validate --select-optional suite=olm-v1` reports them with their severity.
-    report.extend(
-        crate::cmd::validate::olm_v1_findings(&loaded)
-            .into_iter()
-            .map(|mut f| {
-                f.severity = olmkit_core::findings::Severity::Warning;
-                f.message = format!("OLM v1: {}", f.message);
-                f
-            }),
-    );
-    for f in &mut report.findings {
-        f.file = f
-            .file
-            .as_ref()
-            .map(|p| bundle_dir.join(p).display().to_string());
-    }
+    let report = validate_release(&loaded, previous.as_ref(), &bundle_dir);
     if report.has_errors() {
         eprint!("{}", report.render_text());
         eprintln!(
@@ -466,52 +418,17 @@ fn prepare(args: &Args, g: &GlobalArgs) -> Result<Prepared, CmdError> {
         let Some(repo) = &catalog_repo else {
             return Err(no_repo("catalog"));
         };
-        let dir = tempfile::tempdir().unexpected_err()?;
-        let configs = dir.path().join("configs");
-        copy_tree(&args.catalog_dir, &configs)?;
-        if plan.outcome == Outcome::Changed {
-            let staged = CatalogDir {
-                dir: configs.clone(),
-                config: catalog.config.clone(),
-                origins: catalog.origins.clone(),
-            };
-            let format = catalog.format_of(&package);
-            let mut cs = Changeset::new(&configs).unexpected_err()?;
-            stage_package_update(
-                &mut cs,
-                Path::new(""),
-                &staged,
-                &package,
-                &plan.changes,
-                format,
-            )
-            .unexpected_err()?;
-            cs.commit().unexpected_err()?;
-        }
-        let mut ci = CatalogImageInputs::new(&configs, image_time);
-        ci.oci = OciLabels {
-            title: Some(format!("{package} catalog")),
-            version: Some(version.to_string()),
-            ..Default::default()
-        };
-        match &args.catalog_server {
-            Some(bin) => {
-                let mut s = CatalogServer::new(bin);
-                s.health_probe = HealthProbe::ServerSymlink;
-                ci.server = Some(s);
-            }
-            None => notes.push(
+        let (built, dir) = catalog_image(args, &catalog, &plan, &package, &version, image_time, g)?;
+        if args.catalog_server.is_none() {
+            notes.push(
                 "no --catalog-server: the catalog image carries the catalog and its label but no server"
                     .into(),
-            ),
+            );
         }
-        let sp = spinner(g, "building the catalog image");
-        let image = build_catalog_image(&ci).map_err(build_err);
-        sp.finish_and_clear();
         images.push(BuiltImage {
             kind: "catalog",
             reference: format!("{repo}:v{version}"),
-            image: image?,
+            image: built,
             pushed: false,
         });
         staging.push(dir);
@@ -534,6 +451,142 @@ fn prepare(args: &Args, g: &GlobalArgs) -> Result<Prepared, CmdError> {
         images,
         _staging: staging,
     })
+}
+
+/// The CSV's upgrade edges: `spec.replaces`, `spec.skips`, the `olm.skipRange` annotation.
+type CsvEdges = (Option<String>, Vec<String>, Option<String>);
+
+/// `--skip-range` as the planner's mode.
+fn skip_mode(args: &Args) -> SkipRangeMode {
+    match args.skip_range.as_deref() {
+        None => SkipRangeMode::None,
+        Some("") => SkipRangeMode::BelowNew,
+        Some(r) => SkipRangeMode::Explicit(r.to_string()),
+    }
+}
+
+/// The CSV's `replaces`, `skips` and `olm.skipRange`: the recorded ones for a released version
+/// (so a re-run regenerates the same CSV), else the first target channel's edge and the
+/// requested skipRange.
+fn csv_edge_options(
+    cfg: &DeclarativeConfig,
+    package: &str,
+    channels: &[String],
+    version: &Version,
+    mode: &SkipRangeMode,
+) -> Result<CsvEdges, CmdError> {
+    let released = cfg.bundles.iter().any(|b| {
+        b.package == package
+            && olmkit_catalog::validate::bundle_version(b)
+                .is_some_and(|v| v.cmp_precedence(version).is_eq())
+    });
+    let edges = csv_edges(cfg, package, channels, version).user_err()?;
+    let non_empty = |s: &str| Some(s.to_string()).filter(|s| !s.is_empty());
+    Ok(match (released, edges) {
+        (true, Some(e)) => (non_empty(&e.replaces), e.skips, non_empty(&e.skip_range)),
+        (true, None) => (None, Vec::new(), None),
+        (false, e) => (
+            e.map(|e| e.replaces),
+            Vec::new(),
+            non_empty(&skip_range_for(mode, version).user_err()?),
+        ),
+    })
+}
+
+/// `createdAt`: a released bundle keeps its own, so that re-running its release is a no-op;
+/// a new one gets SOURCE_DATE_EPOCH (or now).
+fn created_at(existing: Option<&olmkit_bundle::Bundle>) -> Result<String, CmdError> {
+    let recorded = existing
+        .and_then(|b| b.csv())
+        .and_then(|c| c.object.pointer("/metadata/annotations/createdAt"))
+        .and_then(Value::as_str);
+    match recorded {
+        Some(c) => Ok(c.to_string()),
+        None => epoch::build_time()
+            .map(epoch::rfc3339)
+            .user_hint("unset SOURCE_DATE_EPOCH or set it to seconds since 1970"),
+    }
+}
+
+/// The default suite, upgrade safety against `previous`, and what OLM v1 could not install as
+/// it is (warnings here: the release targets OLM v0 catalogs too; `validate --select-optional
+/// suite=olm-v1` reports them with their severity). Files are named under `bundle_dir`.
+fn validate_release(
+    loaded: &olmkit_bundle::Bundle,
+    previous: Option<&olmkit_bundle::Bundle>,
+    bundle_dir: &Path,
+) -> Report {
+    let mut report = olmkit_bundle::validate_bundle(
+        loaded,
+        previous,
+        &olmkit_bundle::ValidateOptions::default(),
+    );
+    report.extend(
+        crate::cmd::validate::olm_v1_findings(loaded)
+            .into_iter()
+            .map(|mut f| {
+                f.severity = olmkit_core::findings::Severity::Warning;
+                f.message = format!("OLM v1: {}", f.message);
+                f
+            }),
+    );
+    for f in &mut report.findings {
+        f.file = f
+            .file
+            .as_ref()
+            .map(|p| bundle_dir.join(p).display().to_string());
+    }
+    report
+}
+
+/// Builds the catalog image from a staged copy of the catalog with the plan applied; returns
+/// the image and the staging directory (kept until the image is written).
+fn catalog_image(
+    args: &Args,
+    catalog: &CatalogDir,
+    plan: &ReleasePlan,
+    package: &str,
+    version: &Version,
+    image_time: jiff::Timestamp,
+    g: &GlobalArgs,
+) -> Result<(Image, tempfile::TempDir), CmdError> {
+    let dir = tempfile::tempdir().unexpected_err()?;
+    let configs = dir.path().join("configs");
+    copy_tree(&args.catalog_dir, &configs)?;
+    if plan.outcome == Outcome::Changed {
+        let staged = CatalogDir {
+            dir: configs.clone(),
+            config: catalog.config.clone(),
+            origins: catalog.origins.clone(),
+        };
+        let mut cs = Changeset::new(&configs).unexpected_err()?;
+        stage_package_update(
+            &mut cs,
+            Path::new(""),
+            &staged,
+            package,
+            &plan.changes,
+            catalog.format_of(package),
+        )
+        .unexpected_err()?;
+        cs.commit().unexpected_err()?;
+    }
+    let mut ci = CatalogImageInputs::new(&configs, image_time);
+    ci.oci = OciLabels {
+        title: Some(format!("{package} catalog")),
+        version: Some(version.to_string()),
+        ..Default::default()
+    };
+    if let Some(bin) = &args.catalog_server {
+        let mut s = CatalogServer::new(bin);
+        // OLM's catalog pods exec grpc_health_probe; the server answers under that name.
+        s.health_probe = HealthProbe::ServerSymlink;
+        ci.server = Some(s);
+    }
+    let sp = spinner(g, "building the catalog image");
+    let image = build_catalog_image(&ci).map_err(build_err);
+    sp.finish_and_clear();
+    Ok((image?, dir))
 }
 
 fn no_repo(kind: &str) -> CmdError {

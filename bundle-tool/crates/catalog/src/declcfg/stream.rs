@@ -104,13 +104,7 @@ pub fn render_dir_streaming<E: From<RenderCatalogDirError>>(
         let cfg = super::load::load_dir(root, opts).map_err(load_err)?;
         let groups: Vec<DeclarativeConfig> =
             split_by_package(cfg).into_iter().map(|(_, c)| c).collect();
-        for chunk in groups.chunks(batch) {
-            let rendered: Vec<Result<Vec<u8>, RenderCatalogDirError>> =
-                chunk.par_iter().map(|c| render(c, format)).collect();
-            for r in rendered {
-                sink(r.map_err(E::from)?)?;
-            }
-        }
+        in_batches(&groups, batch, |c| render(c, format), &mut sink)?;
         return Ok(RenderMode::Whole);
     };
     // Paths as the loader names and orders them.
@@ -128,25 +122,36 @@ pub fn render_dir_streaming<E: From<RenderCatalogDirError>>(
             idx
         })
         .collect();
-    for chunk in packages.chunks(batch) {
-        let rendered: Vec<Result<Vec<u8>, RenderCatalogDirError>> = chunk
-            .par_iter()
-            .map(|files| {
-                let mut cfg = DeclarativeConfig::default();
-                for &i in files {
-                    let path = &all[i];
-                    for at in load_file(path, &rel(root, path), opts)? {
-                        cfg.push(at.blob);
-                    }
-                }
-                render(&cfg, format)
-            })
-            .collect();
+    let load_and_render = |files: &Vec<usize>| {
+        let mut cfg = DeclarativeConfig::default();
+        for &i in files {
+            let path = &all[i];
+            for at in load_file(path, &rel(root, path), opts)? {
+                cfg.push(at.blob);
+            }
+        }
+        render(&cfg, format)
+    };
+    in_batches(&packages, batch, load_and_render, &mut sink)?;
+    Ok(RenderMode::PerPackage)
+}
+
+/// Renders `items` a batch at a time in parallel and hands the bytes to `sink` in order, so
+/// that at most one batch is in memory.
+fn in_batches<T: Sync, E: From<RenderCatalogDirError>>(
+    items: &[T],
+    batch: usize,
+    render_one: impl Fn(&T) -> Result<Vec<u8>, RenderCatalogDirError> + Sync,
+    sink: &mut impl FnMut(Vec<u8>) -> Result<(), E>,
+) -> Result<(), E> {
+    for chunk in items.chunks(batch) {
+        let rendered: Vec<Result<Vec<u8>, RenderCatalogDirError>> =
+            chunk.par_iter().map(&render_one).collect();
         for r in rendered {
             sink(r.map_err(E::from)?)?;
         }
     }
-    Ok(RenderMode::PerPackage)
+    Ok(())
 }
 
 fn render(cfg: &DeclarativeConfig, format: WriteFormat) -> Result<Vec<u8>, RenderCatalogDirError> {
