@@ -23,6 +23,7 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 export SOURCE_DATE_EPOCH
 
 STATIC := target/static
+RELEASE_ARGS = --version $(VERSION)$(foreach c,$(CHANNELS), --channel $(c))$(if $(DEFAULT_CHANNEL), --default-channel $(DEFAULT_CHANNEL))
 BUNDLE_TOOL := $(CARGO) run -q -p bundle-tool --bin bundle-tool --
 OPERATOR := $(CARGO) run -q -p memcached-operator --bin operator --
 
@@ -94,18 +95,14 @@ static: ## Build statically linked operator, bundle-tool and catalog-server (tar
 .PHONY: release
 release: static ## Release VERSION: bundle, catalog entries and images in ./images, all or nothing.
 	@[ -n "$(VERSION)" ] || { echo "error: VERSION is required, e.g. make release VERSION=0.4.0" >&2; exit 1; }
-	$(STATIC)/bundle-tool release --version $(VERSION) \
-	  $(foreach c,$(CHANNELS),--channel $(c)) \
-	  $(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL)) \
-	  --operator-repo $(IMAGE_TAG_BASE) \
+	$(STATIC)/bundle-tool release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) \
 	  --operator-binary $(STATIC)/operator --catalog-server $(STATIC)/catalog-server \
 	  --layout $(LAYOUT) $(RELEASE_FLAGS)
 
 .PHONY: release-plan
 release-plan: ## Show what `make release VERSION=X` would change, changing nothing.
 	@[ -n "$(VERSION)" ] || { echo "error: VERSION is required" >&2; exit 1; }
-	$(BUNDLE_TOOL) release --version $(VERSION) $(foreach c,$(CHANNELS),--channel $(c)) \
-	  $(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL)) --operator-repo $(IMAGE_TAG_BASE) --plan
+	$(BUNDLE_TOOL) release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) --plan
 
 ##@ Cluster (needs a kubeconfig)
 
