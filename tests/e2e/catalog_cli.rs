@@ -361,8 +361,8 @@ fn verify_reports_a_catalog_that_drifted_from_its_bundles() {
     );
 }
 
-#[test]
-fn promote_plans_writes_and_refuses_atomically() {
+/// A scratch copy of the graph-demo catalog (one package), for commands that write.
+fn demo_catalog_copy() -> (tempfile::TempDir, std::path::PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let cat = tmp.path().join("catalog");
     std::fs::create_dir_all(cat.join("memcached-operator")).unwrap();
@@ -371,6 +371,12 @@ fn promote_plans_writes_and_refuses_atomically() {
         cat.join("memcached-operator/catalog.yaml"),
     )
     .unwrap();
+    (tmp, cat)
+}
+
+#[test]
+fn promote_plans_writes_and_refuses_atomically() {
+    let (_tmp, cat) = demo_catalog_copy();
     let snapshot = || olmkit_core::fsio::read_tree(&cat).unwrap();
     let before = snapshot();
     let plan = bt()
@@ -449,14 +455,7 @@ fn promote_plans_writes_and_refuses_atomically() {
 
 #[test]
 fn promote_json_says_what_it_plans_and_whether_it_wrote() {
-    let tmp = tempfile::tempdir().unwrap();
-    let cat = tmp.path().join("catalog");
-    std::fs::create_dir_all(cat.join("memcached-operator")).unwrap();
-    std::fs::copy(
-        fixtures().join("catalog/graph-demo/memcached-operator/catalog.yaml"),
-        cat.join("memcached-operator/catalog.yaml"),
-    )
-    .unwrap();
+    let (_tmp, cat) = demo_catalog_copy();
     let snapshot = || olmkit_core::fsio::read_tree(&cat).unwrap();
     let before = snapshot();
     let promote = |extra: &[&str]| {

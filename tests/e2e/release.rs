@@ -44,6 +44,18 @@ impl Project {
         assert_eq!(code, 0, "release {args:?} failed:\n{out}\n{err}");
         out
     }
+    /// Runs a release that must be refused: exit 1, and stderr naming each of `needles`.
+    fn refused(&self, args: &[&str], needles: &[&str]) -> String {
+        let (code, out, err) = self.release(args);
+        assert_eq!(code, 1, "release {args:?} should be refused:\n{out}\n{err}");
+        for n in needles {
+            assert!(
+                err.contains(n),
+                "stderr of release {args:?} lacks {n:?}:\n{err}"
+            );
+        }
+        err
+    }
     /// Every file under bundle/ and catalog/ (and whether images/ exists).
     fn state(&self) -> (BTreeMap<String, Vec<u8>>, bool) {
         let mut all = BTreeMap::new();
@@ -251,25 +263,24 @@ fn rerun_is_a_no_op_and_a_changed_rerelease_is_refused() {
         ),
     )
     .unwrap();
-    let (code, _, err) = p.release(&[
-        "--version",
-        "0.3.0",
-        "--channel",
-        "alpha",
-        "--channel",
-        "stable",
-        "--skip-range",
-        "--no-images",
-    ]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("never overwritten"), "{err}");
+    let err = p.refused(
+        &[
+            "--version",
+            "0.3.0",
+            "--channel",
+            "alpha",
+            "--channel",
+            "stable",
+            "--skip-range",
+            "--no-images",
+        ],
+        &["never overwritten"],
+    );
     assert!(err.contains("hint:"), "{err}");
     assert_eq!(p.state(), before);
 
     // Versions not above the channel head: refused.
-    let (code, _, err) = p.release(&["--version", "0.2.5", "--no-images"]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("0.2.5") && err.contains("0.3.0"), "{err}");
+    p.refused(&["--version", "0.2.5", "--no-images"], &["0.2.5", "0.3.0"]);
     assert_eq!(p.state(), before);
 
     // The edited CSV goes out as the next version.
@@ -323,9 +334,10 @@ fn failures_at_every_stage_leave_the_tree_unchanged() {
     let tmp = tempfile::tempdir().unwrap();
 
     // Bad version.
-    let (code, _, err) = p.release(&["--version", "next", "--no-images"]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("not a semver version"), "{err}");
+    p.refused(
+        &["--version", "next", "--no-images"],
+        &["not a semver version"],
+    );
 
     // Inputs that do not generate (a sample of a kind the bundle does not own).
     let samples = tmp.path().join("samples");
@@ -335,17 +347,15 @@ fn failures_at_every_stage_leave_the_tree_unchanged() {
         "apiVersion: other.example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec: {}\n",
     )
     .unwrap();
-    let (code, _, err) = p.release(&[
-        "--version",
-        "0.4.0",
-        "--no-images",
-        "--samples",
-        samples.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 1, "{err}");
-    assert!(
-        err.contains("foreign.yaml") && err.contains("Widget"),
-        "{err}"
+    p.refused(
+        &[
+            "--version",
+            "0.4.0",
+            "--no-images",
+            "--samples",
+            samples.to_str().unwrap(),
+        ],
+        &["foreign.yaml", "Widget"],
     );
 
     // A bundle that generates but does not validate.
@@ -360,11 +370,9 @@ fn failures_at_every_stage_leave_the_tree_unchanged() {
     );
     assert_ne!(broken, original, "fixture edit applies");
     std::fs::write(&base, broken).unwrap();
-    let (code, _, err) = p.release(&["--version", "0.4.0", "--no-images"]);
-    assert_eq!(code, 1, "{err}");
-    assert!(
-        err.contains("csv-min-kube-version") && err.contains("spec.minKubeVersion"),
-        "{err}"
+    let err = p.refused(
+        &["--version", "0.4.0", "--no-images"],
+        &["csv-min-kube-version", "spec.minKubeVersion"],
     );
     assert!(err.contains("nothing was released"), "{err}");
     std::fs::write(&base, original).unwrap();
@@ -389,11 +397,9 @@ fn failures_at_every_stage_leave_the_tree_unchanged() {
         samples_orig.replace("- cache_v1beta1_memcached.yaml\n", ""),
     )
     .unwrap();
-    let (code, _, err) = p.release(&["--version", "0.4.0", "--no-images"]);
-    assert_eq!(code, 1, "{err}");
-    assert!(
-        err.contains("crd-upgrade") && err.contains("v1beta1"),
-        "{err}"
+    let err = p.refused(
+        &["--version", "0.4.0", "--no-images"],
+        &["crd-upgrade", "v1beta1"],
     );
     assert!(err.contains("nothing was released"), "{err}");
     std::fs::write(&crd, original).unwrap();
@@ -403,40 +409,36 @@ fn failures_at_every_stage_leave_the_tree_unchanged() {
     // An image build that fails after the bundle and catalog were planned (not a static binary).
     let script = tmp.path().join("operator");
     std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
-    let (code, _, err) = p.release(&[
-        "--version",
-        "0.4.0",
-        "--operator-binary",
-        script.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 1, "{err}");
-    assert!(
-        err.contains("not an ELF executable") && err.contains("hint:"),
-        "{err}"
+    p.refused(
+        &[
+            "--version",
+            "0.4.0",
+            "--operator-binary",
+            script.to_str().unwrap(),
+        ],
+        &["not an ELF executable", "hint:"],
     );
     assert_eq!(p.state(), before);
 
     // A push to a registry that is not there: exit 1, and no half-recorded release.
     let bin = static_binary(tmp.path(), "op");
     let port = free_port();
-    let (code, _, err) = p.release(&[
-        "--version",
-        "0.4.0",
-        "--operator-binary",
-        bin.to_str().unwrap(),
-        "--operator-repo",
-        &format!("127.0.0.1:{port}/memcached-operator"),
-        "--push",
-        "--insecure",
-        "--retries",
-        "2",
-        "--retry-backoff",
-        "10ms",
-    ]);
-    assert_eq!(code, 1, "{err}");
-    assert!(
-        err.contains("nothing under bundle/ or catalog/ was changed"),
-        "{err}"
+    p.refused(
+        &[
+            "--version",
+            "0.4.0",
+            "--operator-binary",
+            bin.to_str().unwrap(),
+            "--operator-repo",
+            &format!("127.0.0.1:{port}/memcached-operator"),
+            "--push",
+            "--insecure",
+            "--retries",
+            "2",
+            "--retry-backoff",
+            "10ms",
+        ],
+        &["nothing under bundle/ or catalog/ was changed"],
     );
     assert_eq!(p.state().0, before.0, "bundle/ and catalog/ unchanged");
 
@@ -452,9 +454,7 @@ fn failures_at_every_stage_leave_the_tree_unchanged() {
     assert_ne!(broken, text, "fixture edit applies");
     std::fs::write(&cat, &broken).unwrap();
     let mid = p.state();
-    let (code, _, err) = p.release(&["--version", "0.4.0", "--no-images"]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("heads"), "{err}");
+    p.refused(&["--version", "0.4.0", "--no-images"], &["heads"]);
     assert_eq!(p.state(), mid);
 }
 
