@@ -35,6 +35,16 @@ fn install_args<'a>(catalog: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     v
 }
 
+/// A Manual Subscription to alpha that starts at 0.1.0 (each upgrade waits for an approval).
+const MANUAL_FROM_0_1_0: &[&str] = &[
+    "--channel",
+    "alpha",
+    "--approval",
+    "Manual",
+    "--starting-csv",
+    "memcached-operator.v0.1.0",
+];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn install_applies_catalog_source_operator_group_subscription_and_waits_for_the_csv() {
     let env = Env::start(olm_crds(), &[]).await;
@@ -231,17 +241,7 @@ async fn manual_approval_flow() {
     let cat = catalog_dir().display().to_string();
 
     let out = env
-        .bundle_tool(&install_args(
-            &cat,
-            &[
-                "--channel",
-                "alpha",
-                "--approval",
-                "Manual",
-                "--starting-csv",
-                "memcached-operator.v0.1.0",
-            ],
-        ))
+        .bundle_tool(&install_args(&cat, MANUAL_FROM_0_1_0))
         .await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -844,17 +844,7 @@ async fn approve_json_says_what_the_plan_installs_and_how_it_ended() {
     let olm = FakeOlm::start(&env, Scenario::default()).await;
     let cat = catalog_dir().display().to_string();
     let out = env
-        .bundle_tool(&install_args(
-            &cat,
-            &[
-                "--channel",
-                "alpha",
-                "--approval",
-                "Manual",
-                "--starting-csv",
-                "memcached-operator.v0.1.0",
-            ],
-        ))
+        .bundle_tool(&install_args(&cat, MANUAL_FROM_0_1_0))
         .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 

@@ -19,6 +19,18 @@ use std::path::Path;
 
 const PKG: &str = "memcached-operator";
 
+/// The third release: both channels, every older version may jump to it.
+const RELEASE_0_3_0: &[&str] = &[
+    "--version",
+    "0.3.0",
+    "--channel",
+    "alpha",
+    "--channel",
+    "stable",
+    "--skip-range",
+    "--no-images",
+];
+
 /// A scratch project: this repository's `config/`, nothing released yet.
 struct Project {
     tmp: tempfile::TempDir,
@@ -228,17 +240,8 @@ fn rerun_is_a_no_op_and_a_changed_rerelease_is_refused() {
     let out = run(bundle_tool()
         .current_dir(p.dir())
         .env("SOURCE_DATE_EPOCH", "1800000000")
-        .args([
-            "release",
-            "--version",
-            "0.3.0",
-            "--channel",
-            "alpha",
-            "--channel",
-            "stable",
-            "--skip-range",
-            "--no-images",
-        ]));
+        .arg("release")
+        .args(RELEASE_0_3_0));
     assert_eq!(out.0, 0, "{}{}", out.1, out.2);
     assert!(out.1.contains("already released"), "{}", out.1);
     assert_eq!(p.state(), before);
@@ -263,19 +266,7 @@ fn rerun_is_a_no_op_and_a_changed_rerelease_is_refused() {
         ),
     )
     .unwrap();
-    let err = p.refused(
-        &[
-            "--version",
-            "0.3.0",
-            "--channel",
-            "alpha",
-            "--channel",
-            "stable",
-            "--skip-range",
-            "--no-images",
-        ],
-        &["never overwritten"],
-    );
+    let err = p.refused(RELEASE_0_3_0, &["never overwritten"]);
     assert!(err.contains("hint:"), "{err}");
     assert_eq!(p.state(), before);
 
