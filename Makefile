@@ -102,7 +102,7 @@ release: static ## Release VERSION: bundle, catalog entries and images in ./imag
 .PHONY: release-plan
 release-plan: ## Show what `make release VERSION=X` would change, changing nothing.
 	@[ -n "$(VERSION)" ] || { echo "error: VERSION is required" >&2; exit 1; }
-	$(BUNDLE_TOOL) release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) --plan
+	$(BUNDLE_TOOL) release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) --plan $(RELEASE_FLAGS)
 
 ##@ Cluster (needs a kubeconfig)
 

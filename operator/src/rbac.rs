@@ -1,11 +1,13 @@
 //! The operator's RBAC, generated from the one table of API calls it makes.
 //!
-//! [`PERMISSIONS`] lists every (API group, resource, verb) the operator uses and why. The
+//! [`PERMISSIONS`] lists every (API group, resource) the operator calls, the kinds of request it
+//! sends ([`Request`]) and why; the verbs come from how kube-apiserver authorizes each kind of
+//! request (a server-side apply that may create needs `create` as well as `patch`). The
 //! ClusterRole `manager-role` and the leader-election Role in `config/rbac/` are printed from it
-//! by `operator rbac`, and an end-to-end test compares the requests the operator really sends
-//! with it both ways: every request must be allowed, and every listed verb must be used (or be
-//! marked as needed by admission only), so the role can neither fall behind the code nor grant
-//! more than it needs.
+//! by `operator rbac`, and an end-to-end test runs the operator under the released CSV's
+//! permissions against a stand-in that authorizes like kube-apiserver, both ways: every request
+//! must be allowed, and every listed verb must be used (or be marked as needed by admission
+//! only), so the role can neither fall behind the code nor grant more than it needs.
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -19,15 +21,63 @@ pub enum RoleScope {
     LeaderElection,
 }
 
-/// One resource the operator calls, with the verbs it uses.
+/// A kind of API request the operator sends, as the API server authorizes it.
+///
+/// The verbs are not the HTTP method: kube-apiserver maps each request to a verb in its
+/// `RequestInfoFactory` (k8s.io/apiserver/pkg/endpoints/request/requestinfo.go, documented in
+/// <https://kubernetes.io/docs/reference/access-authn-authz/authorization/#determine-the-request-verb>),
+/// and some handlers authorize a second verb themselves. A server-side apply is a PATCH, so it
+/// needs `patch`; when the object does not exist yet the patch handler creates it and first
+/// authorizes `create` with the create attributes (`patchResource` in
+/// k8s.io/apiserver/pkg/endpoints/handlers/patch.go wraps the create validation in
+/// `withAuthorization`). Missing that second verb is how 0.1.0 to 0.3.0 shipped a role under which
+/// the operator could not create a Deployment on a real cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// GET of one object: `get`.
+    Get,
+    /// GET of a collection: `list`.
+    List,
+    /// GET with `watch=true`: `watch`.
+    Watch,
+    /// POST: `create`.
+    Create,
+    /// PATCH of an object that exists (JSON, merge or apply patch): `patch`.
+    Patch,
+    /// Server-side apply of an object that may not exist yet: `patch`, plus `create` when the
+    /// apply creates it (see the type's documentation).
+    ApplyMayCreate,
+    /// PUT: `update`.
+    Update,
+    /// DELETE of one object, whatever its propagation policy: `delete`.
+    Delete,
+}
+
+impl Request {
+    /// The verbs kube-apiserver authorizes for this request (every one must be granted).
+    pub const fn verbs(self) -> &'static [&'static str] {
+        match self {
+            Request::Get => &["get"],
+            Request::List => &["list"],
+            Request::Watch => &["watch"],
+            Request::Create => &["create"],
+            Request::Patch => &["patch"],
+            Request::ApplyMayCreate => &["create", "patch"],
+            Request::Update => &["update"],
+            Request::Delete => &["delete"],
+        }
+    }
+}
+
+/// One resource the operator calls, with the requests it sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Permission {
     /// API group (`""` for core).
     pub group: &'static str,
     /// Plural resource, `resource/subresource` for a subresource.
     pub resource: &'static str,
-    /// Verbs, sorted.
-    pub verbs: &'static [&'static str],
+    /// The requests the operator sends (or an admission plugin authorizes on its behalf).
+    pub requests: &'static [Request],
     /// Role it goes into.
     pub scope: RoleScope,
     /// Why the operator needs it (and which code path uses it).
@@ -36,12 +86,26 @@ pub struct Permission {
     pub admission_only: bool,
 }
 
+impl Permission {
+    /// The verbs to grant: the union of what each request is authorized as, sorted.
+    pub fn verbs(&self) -> Vec<&'static str> {
+        let mut verbs: Vec<&'static str> = self
+            .requests
+            .iter()
+            .flat_map(|r| r.verbs().iter().copied())
+            .collect();
+        verbs.sort_unstable();
+        verbs.dedup();
+        verbs
+    }
+}
+
 /// Every API call the operator makes.
 pub const PERMISSIONS: &[Permission] = &[
     Permission {
         group: "cache.example.com",
         resource: "memcacheds",
-        verbs: &["list", "patch", "watch"],
+        requests: &[Request::List, Request::Watch, Request::Patch],
         scope: RoleScope::Manager,
         purpose: "watch Memcached objects (controller cache); add and remove the finalizer (JSON patch)",
         admission_only: false,
@@ -49,7 +113,8 @@ pub const PERMISSIONS: &[Permission] = &[
     Permission {
         group: "cache.example.com",
         resource: "memcacheds/status",
-        verbs: &["patch"],
+        // The status subresource of an object that does not exist is a 404, never a create.
+        requests: &[Request::Patch],
         scope: RoleScope::Manager,
         purpose: "server-side apply of the status subresource",
         admission_only: false,
@@ -57,7 +122,7 @@ pub const PERMISSIONS: &[Permission] = &[
     Permission {
         group: "cache.example.com",
         resource: "memcacheds/finalizers",
-        verbs: &["update"],
+        requests: &[Request::Update],
         scope: RoleScope::Manager,
         purpose: "OwnerReferencesPermissionEnforcement: owner references with blockOwnerDeletion on Deployments and Services need update on the owner's finalizers",
         admission_only: true,
@@ -65,23 +130,35 @@ pub const PERMISSIONS: &[Permission] = &[
     Permission {
         group: "apps",
         resource: "deployments",
-        verbs: &["delete", "get", "list", "patch", "watch"],
+        requests: &[
+            Request::List,
+            Request::Watch,
+            Request::Get,
+            Request::ApplyMayCreate,
+            Request::Delete,
+        ],
         scope: RoleScope::Manager,
-        purpose: "watch owned Deployments; read one missing from the cache; server-side apply; delete in the finalizer",
+        purpose: "watch owned Deployments; read one missing from the cache; server-side apply (creates it the first time); delete in the finalizer (foreground propagation is still the delete verb)",
         admission_only: false,
     },
     Permission {
         group: "",
         resource: "services",
-        verbs: &["delete", "get", "list", "patch", "watch"],
+        requests: &[
+            Request::List,
+            Request::Watch,
+            Request::Get,
+            Request::ApplyMayCreate,
+            Request::Delete,
+        ],
         scope: RoleScope::Manager,
-        purpose: "watch owned Services; read one missing from the cache; server-side apply; delete in the finalizer",
+        purpose: "watch owned Services; read one missing from the cache; server-side apply (creates it the first time); delete in the finalizer",
         admission_only: false,
     },
     Permission {
         group: "",
         resource: "pods",
-        verbs: &["list", "watch"],
+        requests: &[Request::List, Request::Watch],
         scope: RoleScope::Manager,
         purpose: "status.nodes and failing-pod detection (cache of the operator's pods)",
         admission_only: false,
@@ -89,7 +166,7 @@ pub const PERMISSIONS: &[Permission] = &[
     Permission {
         group: "events.k8s.io",
         resource: "events",
-        verbs: &["create", "patch"],
+        requests: &[Request::Create, Request::Patch],
         scope: RoleScope::Manager,
         purpose: "publish events on Memcached objects (patch updates the series of a repeated event)",
         admission_only: false,
@@ -97,7 +174,7 @@ pub const PERMISSIONS: &[Permission] = &[
     Permission {
         group: "coordination.k8s.io",
         resource: "leases",
-        verbs: &["create", "get", "patch"],
+        requests: &[Request::Create, Request::Get, Request::Patch],
         scope: RoleScope::LeaderElection,
         purpose: "leader election: create the Lease once, read it, acquire/renew/release it",
         admission_only: false,
@@ -117,7 +194,7 @@ fn rules(scope: RoleScope) -> Vec<PolicyRule> {
         .map(|p| PolicyRule {
             api_groups: Some(vec![p.group.to_string()]),
             resources: Some(vec![p.resource.to_string()]),
-            verbs: p.verbs.iter().map(|v| v.to_string()).collect(),
+            verbs: p.verbs().into_iter().map(String::from).collect(),
             ..Default::default()
         })
         .collect()
@@ -177,11 +254,33 @@ mod tests {
     #[test]
     fn verbs_are_sorted_and_unique() {
         for p in PERMISSIONS {
-            let mut v = p.verbs.to_vec();
-            v.sort();
-            v.dedup();
-            assert_eq!(v, p.verbs, "{}", p.resource);
+            let v = p.verbs();
+            let mut sorted = v.clone();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!(v, sorted, "{}", p.resource);
         }
+    }
+
+    /// The 0.1.0-0.3.0 bug: an apply that creates a child is authorized as `create` too.
+    #[test]
+    fn applied_children_can_be_created() {
+        let rules = rules(RoleScope::Manager);
+        for (group, resource) in [("apps", "deployments"), ("", "services")] {
+            for verb in ["create", "patch"] {
+                assert!(
+                    allows(&rules, group, resource, verb),
+                    "{verb} {group}/{resource}"
+                );
+            }
+        }
+        // A status apply never creates: no create on the subresource.
+        assert!(!allows(
+            &rules,
+            "cache.example.com",
+            "memcacheds/status",
+            "create"
+        ));
     }
 
     #[test]

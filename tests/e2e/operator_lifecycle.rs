@@ -564,7 +564,7 @@ fn check_rbac(log: &[kube_standin::RecordedRequest]) {
         if p.admission_only {
             continue;
         }
-        for verb in p.verbs {
+        for verb in p.verbs() {
             if !used.contains(&(
                 p.group.to_string(),
                 p.resource.to_string(),
