@@ -5,9 +5,11 @@
 //! request (a server-side apply that may create needs `create` as well as `patch`). The
 //! ClusterRole `manager-role` and the leader-election Role in `config/rbac/` are printed from it
 //! by `operator rbac`, and an end-to-end test runs the operator under the released CSV's
-//! permissions against a stand-in that authorizes like kube-apiserver, both ways: every request
-//! must be allowed, and every listed verb must be used (or be marked as needed by admission
-//! only), so the role can neither fall behind the code nor grant more than it needs.
+//! permissions against a stand-in that authorizes like kube-apiserver (RBAC, the extra create
+//! check of an apply that creates, the OwnerReferencesPermissionEnforcement admission plugin),
+//! both ways: every authorization check of its requests must be allowed, and every listed verb
+//! must be checked at least once (the admission-only ones by that plugin), so the role can
+//! neither fall behind the code nor grant more than it needs.
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

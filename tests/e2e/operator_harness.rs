@@ -1,7 +1,9 @@
 //! Shared harness of the operator's end-to-end tests (included with `#[path]` by each
 //! `operator_*.rs` test): an in-process Kubernetes API stand-in with the Memcached CRD (conversion
 //! through the operator's webhook, on a test CA), the real `operator` binary started against it,
-//! a kube client for the test, and polling helpers.
+//! a kube client for the test (a cluster admin), and polling helpers. With
+//! [`Env::start_rbac`] the stand-in authorizes like kube-apiserver with RBAC, and
+//! [`OperatorOptions::kubeconfig`] runs the operator as a ServiceAccount.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -17,7 +19,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
-use kube_standin::{RecordedRequest, StandIn, StandInOptions};
+use kube_standin::{AuthorizationMode, RecordedRequest, StandIn, StandInOptions};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 
 /// Namespace of the operator (leader-election Lease, webhook Service).
@@ -112,6 +114,21 @@ impl Env {
 
     /// Like [`Env::start`]; without `install_certs` the webhook's cert directory stays empty.
     pub async fn start_with(namespaces: &[&str], install_certs: bool) -> Env {
+        Self::start_with_authorization(namespaces, install_certs, AuthorizationMode::AlwaysAllow)
+            .await
+    }
+
+    /// Like [`Env::start`], authorizing every request with RBAC (the test's client stays a
+    /// cluster admin; OwnerReferencesPermissionEnforcement on).
+    pub async fn start_rbac(namespaces: &[&str]) -> Env {
+        Self::start_with_authorization(namespaces, true, AuthorizationMode::Rbac).await
+    }
+
+    pub async fn start_with_authorization(
+        namespaces: &[&str],
+        install_certs: bool,
+        authorization: AuthorizationMode,
+    ) -> Env {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let certs = make_certs();
         if install_certs {
@@ -133,6 +150,7 @@ impl Env {
                 format!("{}/{}", wiring.service_namespace, wiring.service_name),
                 format!("https://127.0.0.1:{webhook_port}"),
             )]),
+            authorization,
             ..Default::default()
         })
         .await
@@ -157,6 +175,48 @@ impl Env {
             .requests()
             .into_iter()
             .filter(|r| r.user_agent.starts_with(OPERATOR_AGENT))
+            .collect()
+    }
+
+    /// A kubeconfig file that authenticates as the ServiceAccount `namespace/name` (created
+    /// when missing).
+    pub fn service_account_kubeconfig(&self, namespace: &str, name: &str) -> PathBuf {
+        let yaml = self
+            .standin
+            .kubeconfig_for_service_account(namespace, name)
+            .unwrap();
+        let path = self
+            ._dir
+            .path()
+            .join(format!("kubeconfig-{namespace}-{name}"));
+        std::fs::write(&path, yaml).unwrap();
+        path
+    }
+
+    /// Requests of `user` that an authorization check refused, as `verb group/resource ns name
+    /// (code)`.
+    pub fn denied_requests(&self, user: &str) -> Vec<String> {
+        self.standin
+            .requests()
+            .into_iter()
+            .filter(|r| r.user == user && (r.denied() || r.code == 403))
+            .map(|r| {
+                let failed: Vec<String> = r
+                    .checks
+                    .iter()
+                    .filter(|c| !c.allowed)
+                    .map(|c| c.attributes.verb.clone())
+                    .collect();
+                format!(
+                    "{} {}/{} ns={} name={} ({}; denied {failed:?})",
+                    r.verb,
+                    r.group,
+                    resource_of(&r),
+                    r.namespace,
+                    r.name,
+                    r.code
+                )
+            })
             .collect()
     }
 
@@ -195,6 +255,8 @@ pub struct OperatorOptions<'a> {
     pub extra_args: Vec<String>,
     /// RUST_LOG of the process.
     pub rust_log: &'a str,
+    /// Kubeconfig of the process; None = the environment's (a cluster admin).
+    pub kubeconfig: Option<PathBuf>,
 }
 
 impl Default for OperatorOptions<'_> {
@@ -206,6 +268,7 @@ impl Default for OperatorOptions<'_> {
             watch_namespace: "",
             extra_args: Vec::new(),
             rust_log: "warn,memcached_operator=debug,kube_lease_manager=info",
+            kubeconfig: None,
         }
     }
 }
@@ -218,7 +281,10 @@ impl Operator {
         let metrics_port = free_port();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_operator"));
         cmd.env_clear()
-            .env("KUBECONFIG", &env.kubeconfig)
+            .env(
+                "KUBECONFIG",
+                opts.kubeconfig.as_ref().unwrap_or(&env.kubeconfig),
+            )
             .env("RUST_LOG", opts.rust_log)
             .env("POD_NAME", opts.name)
             .env("WATCH_NAMESPACE", opts.watch_namespace)

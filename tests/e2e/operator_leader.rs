@@ -1,11 +1,15 @@
 //! End to end: two operator replicas with leader election on one Lease. Only the leader
 //! reconciles; when it is killed (SIGKILL, no chance to release) the other takes over after the
-//! lease expires; SIGTERM makes a leader exit 0 and release the lease.
+//! lease expires; SIGTERM makes a leader exit 0 and release the lease. Both replicas run as the
+//! ServiceAccount of the newest released CSV, with the permissions OLM grants from it, against
+//! a stand-in that authorizes with RBAC: the Lease and event calls must never be refused.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "operator_harness.rs"]
 mod harness;
+#[path = "operator_olm.rs"]
+mod olm;
 
 use std::time::Instant;
 
@@ -51,10 +55,19 @@ fn holder(env: &Env) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_leader_reconciles_and_a_standby_takes_over() {
-    let env = Env::start(&[NS]).await;
+    let env = Env::start_rbac(&[NS]).await;
+    let csv = olm::released_csv(&olm::newest_released_version());
+    olm::install_olm_rbac(
+        &env.client,
+        &olm::olm_rbac(&csv, OPERATOR_NS, &olm::TargetNamespaces::All),
+    )
+    .await;
+    let sa = olm::deployment_service_account(&csv);
+    let kubeconfig = env.service_account_kubeconfig(OPERATOR_NS, &sa);
     let opts = |name| OperatorOptions {
         name,
         webhook: false,
+        kubeconfig: Some(kubeconfig.clone()),
         ..Default::default()
     };
     let mut ops = vec![
@@ -108,4 +121,14 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over() {
     let status = ops[standby].wait_exit(30).await;
     assert!(status.success(), "{status:?}\n{}", ops[standby].log_text());
     assert_eq!(holder(&env), None, "the lease is still held after SIGTERM");
+    let user = format!("system:serviceaccount:{OPERATOR_NS}:{sa}");
+    let denied = env.denied_requests(&user);
+    assert!(denied.is_empty(), "requests refused to {user}: {denied:?}");
+    assert!(
+        env.standin
+            .requests()
+            .iter()
+            .any(|r| r.user == user && r.resource == "leases" && r.authorization == "allow"),
+        "the replicas used the Lease as {user}"
+    );
 }

@@ -5,11 +5,19 @@
 //! that a reconcile of an unchanged object writes nothing, that a bad spec is reported without a
 //! retry loop, and that every request the operator made is allowed by the generated RBAC roles,
 //! which in turn grant nothing the operator did not use.
+//!
+//! The stand-in authorizes with RBAC, and the operator runs as the ServiceAccount of the newest
+//! released bundle's CSV with exactly the permissions OLM grants from that CSV: no request of
+//! it may be refused. Two shorter tests pin the two sides of issue 14: the 0.3.0 CSV's role
+//! cannot create a Deployment (a server-side apply that creates is authorized as create too),
+//! and the roles generated from `memcached_operator::rbac` can.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "operator_harness.rs"]
 mod harness;
+#[path = "operator_olm.rs"]
+mod olm;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -19,7 +27,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use memcached_api::{v1, v1alpha1, v1beta1};
-use serde_json::json;
+use serde_json::{Value, json};
 
 const NS: &str = "cache";
 
@@ -88,12 +96,57 @@ async fn wait_events(env: &Env, name: &str, want: &[&str]) -> Vec<String> {
     .await
 }
 
+/// Creates what OLM creates from `csv` for an OperatorGroup targeting `targets` with the
+/// operator in OPERATOR_NS, and starts the operator as the CSV's ServiceAccount. Returns it and
+/// its user.
+async fn spawn_under_csv(
+    env: &Env,
+    csv: &Value,
+    targets: &olm::TargetNamespaces,
+) -> (Operator, String) {
+    let rbac = olm::olm_rbac(csv, OPERATOR_NS, targets);
+    olm::install_olm_rbac(&env.client, &rbac).await;
+    let sa = olm::deployment_service_account(csv);
+    let kubeconfig = env.service_account_kubeconfig(OPERATOR_NS, &sa);
+    let op = Operator::spawn(
+        env,
+        OperatorOptions {
+            kubeconfig: Some(kubeconfig),
+            ..Default::default()
+        },
+    );
+    (op, format!("system:serviceaccount:{OPERATOR_NS}:{sa}"))
+}
+
+/// No request of `user` was refused, and the operator logged no 403.
+fn assert_never_forbidden(env: &Env, op: &Operator, user: &str) {
+    let denied = env.denied_requests(user);
+    assert!(denied.is_empty(), "requests refused to {user}: {denied:?}");
+    let log = op.log_text();
+    let forbidden: Vec<&str> = log
+        .lines()
+        .filter(|l| {
+            l.to_lowercase().contains("forbidden")
+                || l.split(|c: char| !c.is_ascii_alphanumeric())
+                    .any(|w| w == "403")
+        })
+        .collect();
+    assert!(forbidden.is_empty(), "the operator logged: {forbidden:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memcached_lifecycle_across_versions() {
-    let env = Env::start(&[NS]).await;
+    let env = Env::start_rbac(&[NS]).await;
     // Every request, kept across the clears below, for the RBAC check at the end.
     let mut log = Vec::new();
-    let mut op = Operator::spawn(&env, OperatorOptions::default());
+    let version = olm::newest_released_version();
+    let (mut op, user) = spawn_under_csv(
+        &env,
+        &olm::released_csv(&version),
+        &olm::TargetNamespaces::All,
+    )
+    .await;
+    eprintln!("running the operator under the permissions of the {version} CSV as {user}");
     op.wait_ready().await;
     eventually("operator is leader", 30, || async {
         op.is_leader().await.then_some(())
@@ -475,6 +528,23 @@ async fn memcached_lifecycle_across_versions() {
     // ---- least privilege: every request allowed, every granted verb used ----
     log.extend(env.standin.requests());
     check_rbac(&log);
+    assert!(
+        log.iter().any(|r| r.user == user
+            && r.checks.iter().any(|c| c.attributes.verb == "create"
+                && c.attributes.resource == "deployments"
+                && c.allowed)),
+        "the operator created its Deployments as {user}"
+    );
+    let refused: Vec<String> = log
+        .iter()
+        .filter(|r| r.user == user && (r.denied() || r.code == 403))
+        .map(|r| format!("{} {} {} ({})", r.verb, resource_of(r), r.name, r.code))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "requests refused to {user}: {refused:?}"
+    );
+    assert_never_forbidden(&env, &op, &user);
 
     // ---- graceful stop: SIGTERM, exit 0, lease released ----
     op.signal("TERM");
@@ -527,8 +597,9 @@ async fn memcached_lifecycle_across_versions() {
     .await;
 }
 
-/// Every request of the operator is allowed by the generated roles, and every granted verb was
-/// used during this test (except those only an admission plugin checks).
+/// Every authorization check the stand-in made for the operator's requests (each request's own
+/// verb, the create of an apply that created, the admission plugin's finalizers update) is
+/// allowed by the generated roles, and every granted verb was checked during this test.
 fn check_rbac(log: &[kube_standin::RecordedRequest]) {
     let manager = memcached_operator::rbac::manager_role().rules.unwrap();
     let election = memcached_operator::rbac::leader_election_role()
@@ -540,20 +611,27 @@ fn check_rbac(log: &[kube_standin::RecordedRequest]) {
         if !r.user_agent.starts_with(OPERATOR_AGENT) || r.resource.is_empty() {
             continue;
         }
-        let resource = resource_of(r);
-        let allowed = if r.resource == "leases" {
-            r.namespace == OPERATOR_NS
-                && memcached_operator::rbac::allows(&election, &r.group, &resource, &r.verb)
-        } else {
-            memcached_operator::rbac::allows(&manager, &r.group, &resource, &r.verb)
-        };
-        if !allowed {
-            denied.push(format!(
-                "{} {}/{} ns={}",
-                r.verb, r.group, resource, r.namespace
-            ));
+        for c in r.checks.iter().filter(|c| c.attributes.resource_request) {
+            let a = &c.attributes;
+            let resource = if a.subresource.is_empty() {
+                a.resource.clone()
+            } else {
+                format!("{}/{}", a.resource, a.subresource)
+            };
+            let allowed = if a.resource == "leases" {
+                a.namespace == OPERATOR_NS
+                    && memcached_operator::rbac::allows(&election, &a.group, &resource, &a.verb)
+            } else {
+                memcached_operator::rbac::allows(&manager, &a.group, &resource, &a.verb)
+            };
+            if !allowed {
+                denied.push(format!(
+                    "{} {}/{} ns={}",
+                    a.verb, a.group, resource, a.namespace
+                ));
+            }
+            used.insert((a.group.clone(), resource, a.verb.clone()));
         }
-        used.insert((r.group.clone(), resource, r.verb.clone()));
     }
     assert!(
         denied.is_empty(),
@@ -561,9 +639,6 @@ fn check_rbac(log: &[kube_standin::RecordedRequest]) {
     );
     let mut unused = Vec::new();
     for p in memcached_operator::rbac::PERMISSIONS {
-        if p.admission_only {
-            continue;
-        }
         for verb in p.verbs() {
             if !used.contains(&(
                 p.group.to_string(),
@@ -578,4 +653,72 @@ fn check_rbac(log: &[kube_standin::RecordedRequest]) {
         unused.is_empty(),
         "granted but never used: {unused:?}; used: {used:?}"
     );
+}
+
+/// Issue 14: under the 0.3.0 CSV (patch but no create on deployments and services) the
+/// reconcile's server-side apply of a new Deployment is refused on its create check, so no
+/// Deployment ever appears.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_0_3_0_role_cannot_create_the_deployment() {
+    let env = Env::start_rbac(&[NS]).await;
+    let (op, user) = spawn_under_csv(
+        &env,
+        &olm::released_csv("0.3.0"),
+        &olm::TargetNamespaces::All,
+    )
+    .await;
+    op.wait_ready().await;
+    let api: Api<v1::Memcached> = Api::namespaced(env.client.clone(), NS);
+    api.create(
+        &PostParams::default(),
+        &v1::Memcached::new("web", v1::MemcachedSpec::default()),
+    )
+    .await
+    .unwrap();
+    let refused = eventually("the Deployment apply refused with a 403", 30, || async {
+        env.standin.requests().into_iter().find(|r| {
+            r.user == user && r.resource == "deployments" && r.verb == "patch" && r.code == 403
+        })
+    })
+    .await;
+    let checks: Vec<(&str, bool)> = refused
+        .checks
+        .iter()
+        .map(|c| (c.attributes.verb.as_str(), c.allowed))
+        .collect();
+    assert_eq!(checks, [("patch", true), ("create", false)], "{refused:?}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        deployment(&env, "web").await.is_none(),
+        "no Deployment under 0.3.0's role"
+    );
+}
+
+/// The roles generated from `memcached_operator::rbac` (what the next release carries) let the
+/// operator elect itself leader, create the children and publish events, with no 403. The
+/// OperatorGroup targets one namespace here, so the leader-election rules come only from the
+/// Role OLM makes in the operator's namespace from `permissions` (not lifted cluster-wide).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_generated_roles_suffice() {
+    let env = Env::start_rbac(&[NS]).await;
+    let csv = olm::csv_from_generated_roles("memcached-operator-controller-manager");
+    let targets = olm::TargetNamespaces::Some(vec![NS.to_string()]);
+    let (op, user) = spawn_under_csv(&env, &csv, &targets).await;
+    op.wait_ready().await;
+    eventually("operator is leader", 30, || async {
+        op.is_leader().await.then_some(())
+    })
+    .await;
+    let api: Api<v1::Memcached> = Api::namespaced(env.client.clone(), NS);
+    api.create(
+        &PostParams::default(),
+        &v1::Memcached::new("web", v1::MemcachedSpec::default()),
+    )
+    .await
+    .unwrap();
+    wait_v1(&env, "web", "available", available).await;
+    assert!(deployment(&env, "web").await.is_some());
+    assert!(service(&env, "web").await.is_some());
+    wait_events(&env, "web", &["Created", "Available"]).await;
+    assert_never_forbidden(&env, &op, &user);
 }

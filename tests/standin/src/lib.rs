@@ -10,18 +10,25 @@
 //! and scale subresources; conversion (None and Webhook); CRD schema defaulting, pruning and
 //! validation; server-side Table printing; optional Deployment/Pod simulation; a request log.
 //!
-//! Limits (see README.md for the precise list): no authentication or authorization, no
-//! admission webhooks (webhook configurations are only stored), no CEL validation, no schema
+//! Authentication (an admin token in the stand-in's own kubeconfig, ServiceAccount tokens from
+//! the TokenRequest API, anonymous requests) and, with `AuthorizationMode::Rbac`, RBAC
+//! authorization over the stored roles and bindings plus the OwnerReferencesPermissionEnforcement
+//! admission plugin, with every decision in the request log (`auth`).
+//!
+//! Limits (see README.md for the precise list): no impersonation, webhook authorization or
+//! RBAC escalation checks, no admission webhooks (webhook configurations are only stored), no CEL validation, no schema
 //! validation of built-in kinds, strategic merge patch and server-side apply are approximations
 //! of structured-merge-diff, garbage collection runs synchronously at the end of the write that
 //! triggers it, paginated lists are served from the current state rather than a snapshot, and
 //! core/v1 and events.k8s.io/v1 events are stored separately.
 //!
-//! Module map: `registry` (kinds), `store` (objects, write semantics, GC), `watch` (history and
+//! Module map: `auth` (authentication, RBAC, bootstrap roles, owner-reference admission),
+//! `registry` (kinds), `store` (objects, write semantics, GC), `watch` (history and
 //! fan-out), `selectors`, `patch`, `managed` (field ownership, SSA), `lists` (merge keys),
 //! `schema` (defaulting/pruning/validation), `builtin` (built-in defaults), `conversion`,
 //! `table`, `simulate`, `requests` (request log), `http` (routing, verbs, watch streams).
 
+pub mod auth;
 pub mod builtin;
 pub mod conversion;
 pub mod error;
@@ -49,6 +56,7 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use auth::{AuthorizationMode, AuthzCheck, UserInfo};
 pub use error::ApiError;
 pub use requests::RecordedRequest;
 
@@ -71,6 +79,12 @@ pub struct StandInOptions {
     pub watch_history: usize,
     /// How often watches that allow bookmarks get one; None = 5 s.
     pub bookmark_interval: Option<Duration>,
+    /// `AlwaysAllow` (the default: every request allowed, decisions still recorded) or `Rbac`
+    /// (kube-apiserver's `--authorization-mode=RBAC`, with its default cluster roles).
+    pub authorization: AuthorizationMode,
+    /// The OwnerReferencesPermissionEnforcement admission plugin; None = on exactly when
+    /// `authorization` is `Rbac` (upstream it is opt-in; OpenShift enables it).
+    pub owner_references_permission_enforcement: Option<bool>,
 }
 
 /// Why a stand-in did not start.
@@ -82,6 +96,19 @@ pub enum StartStandInError {
     Crd { name: String, message: String },
     #[error("namespace {name:?} could not be created: {message}")]
     Namespace { name: String, message: String },
+    #[error("default RBAC object {name:?} could not be created: {message}")]
+    Bootstrap { name: String, message: String },
+}
+
+/// Why a ServiceAccount kubeconfig could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceAccountKubeconfigError {
+    #[error("service account {namespace}/{name} could not be created: {message}")]
+    Create {
+        namespace: String,
+        name: String,
+        message: String,
+    },
 }
 
 /// Why CRD files could not be loaded.
@@ -144,6 +171,9 @@ impl StandIn {
                     message: e.message,
                 })?;
             }
+            if opts.authorization == AuthorizationMode::Rbac {
+                bootstrap_rbac(&mut st)?;
+            }
             for crd in &opts.crds {
                 let name = meta::name(crd).to_string();
                 let mut c = crd.clone();
@@ -188,6 +218,13 @@ impl StandIn {
             log: requests::RequestLog::default(),
             port: addr.port(),
             bookmark_interval: opts.bookmark_interval.unwrap_or(Duration::from_secs(5)),
+            auth: http::AuthConfig {
+                mode: opts.authorization,
+                owner_references_permission_enforcement: opts
+                    .owner_references_permission_enforcement
+                    .unwrap_or(opts.authorization == AuthorizationMode::Rbac),
+                tokens: auth::Authenticator::new(),
+            },
         });
         let (tx, rx) = oneshot::channel::<()>();
         let router = http::router(app.clone());
@@ -221,13 +258,76 @@ impl StandIn {
         self.addr.port()
     }
 
-    /// A kubeconfig whose current context points at this stand-in with `namespace`.
+    /// A kubeconfig whose current context points at this stand-in with `namespace`, as a
+    /// cluster admin (a token of a `system:masters` user, allowed everything under RBAC too).
     pub fn kubeconfig_yaml(&self, namespace: &str) -> String {
+        self.kubeconfig_with_token(namespace, self.admin_token())
+    }
+
+    /// The bearer token of the admin user of [`StandIn::kubeconfig_yaml`].
+    pub fn admin_token(&self) -> &str {
+        self.app.auth.tokens.admin_token()
+    }
+
+    fn kubeconfig_with_token(&self, namespace: &str, token: &str) -> String {
+        let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: standin\n  cluster:\n    server: {url}\ncontexts:\n- name: standin\n  context:\n    cluster: standin\n    user: standin\n    namespace: {ns}\ncurrent-context: standin\nusers:\n- name: standin\n  user: {{}}\npreferences: {{}}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: standin\n  cluster:\n    server: {url}\ncontexts:\n- name: standin\n  context:\n    cluster: standin\n    user: standin\n    namespace: {ns}\ncurrent-context: standin\nusers:\n- name: standin\n  user:\n    token: {token}\npreferences: {{}}\n",
             url = self.url(),
-            ns = serde_json::to_string(namespace).unwrap_or_else(|_| "default".into()),
+            ns = quote(namespace),
+            token = quote(token),
         )
+    }
+
+    /// A kubeconfig that authenticates as the ServiceAccount `namespace/name` (created, with
+    /// its namespace, when missing) through a token issued like the TokenRequest API's, valid
+    /// for 24 hours or until the ServiceAccount is deleted. Context namespace: `namespace`.
+    pub fn kubeconfig_for_service_account(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<String, ServiceAccountKubeconfigError> {
+        let err = |message: String| ServiceAccountKubeconfigError::Create {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            message,
+        };
+        let sa_key = registry::GroupResource::new("", "serviceaccounts");
+        let uid = {
+            let mut st = self.store.write();
+            let ctx = WriteCtx::new("kube-standin", "v1");
+            if st.get_opt(&namespace_key(), "", namespace).is_none() {
+                st.create(
+                    &namespace_key(),
+                    "",
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+                    &ctx,
+                )
+                .map_err(|e| err(e.message))?;
+            }
+            let sa = match st.get_opt(&sa_key, namespace, name) {
+                Some(sa) => sa,
+                None => st
+                    .create(
+                        &sa_key,
+                        namespace,
+                        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                            "metadata": {"name": name, "namespace": namespace}}),
+                        &ctx,
+                    )
+                    .map_err(|e| err(e.message))?,
+            };
+            meta::uid(&sa).to_string()
+        };
+        let token = self.app.auth.tokens.issue_service_account_token(
+            auth::authn::BoundServiceAccount {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+                uid,
+            },
+            24 * 3600,
+        );
+        Ok(self.kubeconfig_with_token(namespace, &token))
     }
 
     pub fn write_kubeconfig(&self, path: &Path, namespace: &str) -> std::io::Result<()> {
@@ -304,6 +404,32 @@ impl Drop for StandIn {
             server.abort();
         }
     }
+}
+
+/// Creates kube-apiserver's default ClusterRoles and ClusterRoleBindings (see `auth::bootstrap`).
+fn bootstrap_rbac(st: &mut store::State) -> Result<(), StartStandInError> {
+    let objects = auth::bootstrap::cluster_roles()
+        .into_iter()
+        .map(|o| ("clusterroles", o))
+        .chain(
+            auth::bootstrap::cluster_role_bindings()
+                .into_iter()
+                .map(|o| ("clusterrolebindings", o)),
+        );
+    for (resource, obj) in objects {
+        let name = meta::name(&obj).to_string();
+        st.create(
+            &registry::GroupResource::new("rbac.authorization.k8s.io", resource),
+            "",
+            obj,
+            &WriteCtx::new("kube-apiserver", "rbac.authorization.k8s.io/v1"),
+        )
+        .map_err(|e| StartStandInError::Bootstrap {
+            name,
+            message: e.message,
+        })?;
+    }
+    Ok(())
 }
 
 /// Reads CRDs from YAML or JSON files (multi-document streams allowed; empty documents skipped).

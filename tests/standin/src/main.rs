@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Parser;
-use kube_standin::{StandIn, StandInOptions, load_crd_files};
+use kube_standin::{AuthorizationMode, StandIn, StandInOptions, load_crd_files};
 
 /// An in-memory Kubernetes API server stand-in for tests.
 #[derive(Debug, Parser)]
@@ -30,6 +30,18 @@ struct Args {
     /// Conversion webhook service mapping `namespace/name=https://127.0.0.1:9443`; repeatable.
     #[arg(long = "service-endpoint", value_parser = parse_endpoint)]
     service_endpoints: Vec<(String, String)>,
+    /// `AlwaysAllow` or `RBAC` (kube-apiserver's `--authorization-mode`); the kubeconfig's
+    /// user is a cluster admin either way.
+    #[arg(long, default_value = "AlwaysAllow", value_parser = parse_mode)]
+    authorization_mode: AuthorizationMode,
+}
+
+fn parse_mode(s: &str) -> Result<AuthorizationMode, String> {
+    match s {
+        "AlwaysAllow" => Ok(AuthorizationMode::AlwaysAllow),
+        "RBAC" => Ok(AuthorizationMode::Rbac),
+        other => Err(format!("expected AlwaysAllow or RBAC, got {other:?}")),
+    }
 }
 
 fn parse_endpoint(s: &str) -> Result<(String, String), String> {
@@ -62,6 +74,7 @@ async fn main() -> anyhow::Result<()> {
             .into_iter()
             .collect::<BTreeMap<_, _>>(),
         namespaces: vec![args.namespace.clone()],
+        authorization: args.authorization_mode,
         ..Default::default()
     };
     let standin = StandIn::start(opts)

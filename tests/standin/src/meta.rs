@@ -190,6 +190,18 @@ pub fn invalid_name(name: &str, label_only: bool) -> Option<String> {
     (!name.split('.').all(is_label)).then(|| SUBDOMAIN_MSG.to_string())
 }
 
+/// Why `name` is not a valid RBAC object name: RBAC names only need to be valid path segments
+/// (`ValidateRBACName` = `path.IsValidPathSegmentName`), so `system:discovery` is fine.
+pub fn invalid_path_segment_name(name: &str) -> Option<String> {
+    if name == "." || name == ".." {
+        return Some(format!("may not be '{name}'"));
+    }
+    ["/", "%"]
+        .iter()
+        .find(|bad| name.contains(**bad))
+        .map(|bad| format!("may not contain '{bad}'"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,5 +221,7 @@ mod tests {
         assert!(invalid_name("My_App", false).is_some());
         assert!(invalid_name("a.b", true).is_some());
         assert!(invalid_name("-a", true).is_some());
+        assert!(invalid_path_segment_name("system:discovery").is_none());
+        assert!(invalid_path_segment_name("a/b").is_some());
     }
 }

@@ -6,6 +6,8 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
+use crate::auth::AuthzCheck;
+
 /// One served request. Empty strings mean "not applicable" (e.g. `name` of a list).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -25,6 +27,22 @@ pub struct RecordedRequest {
     pub field_manager: String,
     pub user_agent: String,
     pub code: u16,
+    /// The authenticated user ("" when authentication failed: a 401).
+    pub user: String,
+    pub groups: Vec<String>,
+    /// `allow` when every authorization check passed, `deny` when one failed (the request got
+    /// a 403), "" when none was made (a 401).
+    pub authorization: String,
+    /// Every authorization check made for the request, in order: its own verb first, then
+    /// the extra ones (create for an apply that creates, admission plugins).
+    pub checks: Vec<AuthzCheck>,
+}
+
+impl RecordedRequest {
+    /// True when an authorization check failed for this request.
+    pub fn denied(&self) -> bool {
+        self.checks.iter().any(|c| !c.allowed)
+    }
 }
 
 /// Kubernetes request attributes of a path.

@@ -301,6 +301,19 @@ impl State {
             .ok_or_else(|| ApiError::not_found_in(&rt, name))
     }
 
+    /// Every stored object of a kind, in `ns` (every namespace when None), in name order; an
+    /// unknown kind has none. For readers that need no selectors (the RBAC authorizer).
+    pub fn objects(&self, key: &GroupResource, ns: Option<&str>) -> Vec<Arc<Value>> {
+        let Some(rs) = self.resources.get(key) else {
+            return Vec::new();
+        };
+        rs.objects
+            .iter()
+            .filter(|((n, _), _)| ns.is_none_or(|want| n == want))
+            .map(|(_, o)| o.clone())
+            .collect()
+    }
+
     pub fn get_opt(&self, key: &GroupResource, ns: &str, name: &str) -> Option<Arc<Value>> {
         self.resources
             .get(key)
@@ -494,7 +507,12 @@ impl State {
                 }
             }
         }
-        if let Some(why) = meta::invalid_name(&name, *key == namespace_key()) {
+        let why = if key.group == "rbac.authorization.k8s.io" {
+            meta::invalid_path_segment_name(&name)
+        } else {
+            meta::invalid_name(&name, *key == namespace_key())
+        };
+        if let Some(why) = why {
             return Err(ApiError::invalid(
                 &rt,
                 &name,

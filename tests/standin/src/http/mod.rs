@@ -1,8 +1,10 @@
-//! The HTTP layer: axum routing, the request-log middleware, discovery documents, admin
-//! endpoints under `/standin/`, and response helpers (Status bodies, `Warning` headers).
-//! Resource verbs live in `resources`, watch streaming in `watch`.
+//! The HTTP layer: axum routing, the request-log middleware, the authentication and
+//! authorization filter, discovery documents, admin endpoints under `/standin/`, and response
+//! helpers (Status bodies, `Warning` headers). Resource verbs live in `resources`, the
+//! TokenRequest API in `tokens`, watch streaming in `watch`.
 
 mod resources;
+mod tokens;
 mod watch;
 
 use std::sync::Arc;
@@ -17,6 +19,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
+use crate::auth::rbac::Decision;
+use crate::auth::{
+    Attributes, AuthTrail, Authenticator, AuthorizationMode, AuthzCheck, Caller, UserInfo,
+};
 use crate::conversion::Converter;
 use crate::error::ApiError;
 use crate::meta;
@@ -31,6 +37,63 @@ pub struct App {
     pub log: RequestLog,
     pub port: u16,
     pub bookmark_interval: Duration,
+    pub auth: AuthConfig,
+}
+
+/// Authentication and authorization settings of a running stand-in.
+#[derive(Debug)]
+pub struct AuthConfig {
+    pub mode: AuthorizationMode,
+    /// The OwnerReferencesPermissionEnforcement admission plugin.
+    pub owner_references_permission_enforcement: bool,
+    pub tokens: Authenticator,
+}
+
+impl App {
+    /// Asks the authorizer about `a` for `caller` and records the decision in the request's
+    /// trail (every check a request needs goes through here, so the log shows them all).
+    pub fn decide(&self, caller: &Caller, a: &Attributes) -> Decision {
+        let d = match self.auth.mode {
+            AuthorizationMode::AlwaysAllow => Decision {
+                allowed: true,
+                reason: "AlwaysAllow".into(),
+            },
+            AuthorizationMode::Rbac => {
+                crate::auth::rbac::authorize(&self.store.read(), &caller.user, a)
+            }
+        };
+        caller.trail.push(AuthzCheck {
+            attributes: a.clone(),
+            allowed: d.allowed,
+            reason: d.reason.clone(),
+        });
+        d
+    }
+
+    /// The user of a request's credentials (anonymous without any), or the 401 to send.
+    fn authenticate(&self, headers: &HeaderMap) -> Result<UserInfo, ApiError> {
+        let Some(token) = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::auth::authn::bearer)
+        else {
+            return Ok(UserInfo::anonymous());
+        };
+        let sa_uid = |ns: &str, name: &str| {
+            self.store
+                .read()
+                .get_opt(
+                    &crate::registry::GroupResource::new("", "serviceaccounts"),
+                    ns,
+                    name,
+                )
+                .map(|o| meta::uid(&o).to_string())
+        };
+        self.auth.tokens.authenticate(token, sa_uid).map_err(|e| {
+            tracing::debug!(error = %e, "authentication failed");
+            crate::auth::unauthorized()
+        })
+    }
 }
 
 pub fn router(app: Arc<App>) -> Router {
@@ -48,6 +111,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/standin/compact", post(compact))
         .route("/standin/disconnect-watches", post(disconnect))
         .fallback(dispatch)
+        .layer(middleware::from_fn_with_state(app.clone(), guard))
         .layer(middleware::from_fn_with_state(app.clone(), record))
         .with_state(app)
 }
@@ -90,7 +154,41 @@ fn decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-async fn record(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+/// kube-apiserver's WithAuthentication and WithAuthorization filters: who is asking (401 for
+/// bad credentials), and is the request's own verb allowed (403 otherwise). Handlers make the
+/// extra checks some requests need (create on an apply that creates, admission plugins).
+/// The stand-in's admin endpoints under `/standin/` are not part of the API and skip this.
+async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_string();
+    if path.starts_with("/standin/") {
+        return next.run(req).await;
+    }
+    let trail = req
+        .extensions()
+        .get::<AuthTrail>()
+        .cloned()
+        .unwrap_or_default();
+    let user = match app.authenticate(req.headers()) {
+        Ok(u) => u,
+        Err(e) => return e.into_response(),
+    };
+    trail.set_user(&user);
+    let caller = Caller { user, trail };
+    let pairs = query_pairs(req.uri().query().unwrap_or_default());
+    let info = parse_request_info(req.method().as_str(), &path, &pairs);
+    let attrs = Attributes::of_request(&info, &path, &pairs);
+    let d = app.decide(&caller, &attrs);
+    if !d.allowed {
+        return crate::auth::filter_forbidden(&caller.user, &attrs, &d.reason).into_response();
+    }
+    req.extensions_mut().insert(caller);
+    req.extensions_mut().insert(attrs);
+    next.run(req).await
+}
+
+async fn record(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+    let trail = AuthTrail::default();
+    req.extensions_mut().insert(trail.clone());
     let method = req.method().to_string();
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or_default().to_string();
@@ -105,6 +203,15 @@ async fn record(State(app): State<Arc<App>>, req: Request, next: Next) -> Respon
         .unwrap_or_default();
     let resp = next.run(req).await;
     if !path.starts_with("/standin/") {
+        let trail = trail.snapshot();
+        let user = trail.user.unwrap_or_default();
+        let authorization = if trail.checks.is_empty() {
+            ""
+        } else if trail.checks.iter().all(|c| c.allowed) {
+            "allow"
+        } else {
+            "deny"
+        };
         app.log.push(RecordedRequest {
             method,
             path,
@@ -120,6 +227,10 @@ async fn record(State(app): State<Arc<App>>, req: Request, next: Next) -> Respon
             field_manager,
             user_agent,
             code: resp.status().as_u16(),
+            user: user.name,
+            groups: user.groups,
+            authorization: authorization.to_string(),
+            checks: trail.checks,
         });
     }
     resp
@@ -369,6 +480,12 @@ fn resource_list(types: Vec<Arc<ResourceType>>, group: &str, version: &str) -> V
             resources.push(json!({
                 "name": format!("{}/scale", t.plural), "singularName": "", "namespaced": t.namespaced,
                 "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"],
+            }));
+        }
+        if t.group.is_empty() && t.plural == "serviceaccounts" {
+            resources.push(json!({
+                "name": "serviceaccounts/token", "singularName": "", "namespaced": true,
+                "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"],
             }));
         }
     }

@@ -2,6 +2,9 @@
 //! delete, deletecollection, and the status and scale subresources. Objects are converted
 //! between the request version and the storage version here; requests in a custom resource's
 //! version are defaulted, pruned and validated against that version's schema before storage.
+//! Writes make the authorization checks kube-apiserver's handlers add to the filter's (create
+//! when an apply or a PUT creates the object) and run the OwnerReferencesPermissionEnforcement
+//! admission plugin when it is on.
 
 use std::sync::Arc;
 
@@ -12,6 +15,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::{App, json_response};
+use crate::auth::admission::{self, OwnerRefWrite};
+use crate::auth::{Attributes, Caller};
 use crate::error::ApiError;
 use crate::lists::Hints;
 use crate::managed::{self, Scope, Writer};
@@ -85,6 +90,9 @@ pub(super) struct Target {
     pub ns: String,
     pub name: String,
     pub warnings: Vec<String>,
+    /// Who asks (for the extra authorization checks) and the request's attributes.
+    pub caller: Caller,
+    pub attrs: Attributes,
 }
 
 impl Target {
@@ -150,6 +158,7 @@ async fn handle_inner(
         "" => {}
         "status" if vinfo.status => {}
         "scale" if vinfo.scale.is_some() => {}
+        "token" if rt.group.is_empty() && rt.plural == "serviceaccounts" => {}
         _ => return Err(ApiError::no_route()),
     }
     let t = Target {
@@ -159,6 +168,16 @@ async fn handle_inner(
         ns,
         name: info.name.clone(),
         warnings,
+        caller: parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .unwrap_or_default(),
+        attrs: parts
+            .extensions
+            .get::<Attributes>()
+            .cloned()
+            .unwrap_or_default(),
     };
     let want = negotiate(&parts.headers, q);
     let content_type = parts
@@ -199,6 +218,14 @@ async fn handle_inner(
     if info.subresource == "scale" {
         return scale(app, &t, info, &content_type, &bytes, &wctx).await;
     }
+    if info.subresource == "token" {
+        return match info.verb.as_str() {
+            "create" => super::tokens::create(app, &t, &content_type, &bytes),
+            other => Err(ApiError::method_not_allowed(format!(
+                "{other} is not supported on serviceaccounts/token"
+            ))),
+        };
+    }
     match info.verb.as_str() {
         "get" => get(app, &t, want).await,
         "list" => list(app, &t, q, want).await,
@@ -215,7 +242,7 @@ async fn handle_inner(
     }
 }
 
-fn decode_body(bytes: &[u8], content_type: &str) -> Result<Value, ApiError> {
+pub(super) fn decode_body(bytes: &[u8], content_type: &str) -> Result<Value, ApiError> {
     if content_type.contains("protobuf") || content_type.contains("cbor") {
         return Err(ApiError::unsupported_media_type(format!(
             "the body of the request was in an unknown format ({content_type}) - accepted media types include: application/json, application/yaml"
@@ -440,6 +467,7 @@ async fn create(
         ));
     }
     admit_request(&mut t, &mut obj, q)?;
+    admit_owner_refs(app, &t, None, &obj)?;
     let stored = to_storage(app, &t, obj).await?;
     let created = app.store.write().create(&t.rt.key(), &t.ns, stored, wctx)?;
     let out = one_to_version(app, &t, (*created).clone()).await?;
@@ -454,7 +482,113 @@ fn clone_target(t: &Target) -> Target {
         ns: t.ns.clone(),
         name: t.name.clone(),
         warnings: t.warnings.clone(),
+        caller: t.caller.clone(),
+        attrs: t.attrs.clone(),
     }
+}
+
+/// Kinds whose registry strategy allows create on update (`AllowCreateOnUpdate() == true` in
+/// pkg/registry/...): a PUT of a missing object creates it.
+const CREATE_ON_UPDATE: &[(&str, &str)] = &[
+    ("", "services"),
+    ("", "endpoints"),
+    ("", "events"),
+    ("events.k8s.io", "events"),
+    ("coordination.k8s.io", "leases"),
+    ("rbac.authorization.k8s.io", "roles"),
+    ("rbac.authorization.k8s.io", "rolebindings"),
+    ("rbac.authorization.k8s.io", "clusterroles"),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"),
+];
+
+fn allows_create_on_update(t: &Target) -> bool {
+    t.attrs.subresource.is_empty()
+        && CREATE_ON_UPDATE
+            .iter()
+            .any(|(g, r)| *g == t.rt.group && *r == t.rt.plural)
+}
+
+/// The extra `create` check of a PUT or an apply PATCH that creates the object: kube-apiserver's
+/// handlers wrap the create validation in `withAuthorization` with the create attributes
+/// (k8s.io/apiserver/pkg/endpoints/handlers/rest.go, used by patch.go and update.go). A denial
+/// is `NewForbidden(resource, name, reason)` with the authorizer's reason as the message.
+fn authorize_create(app: &App, t: &Target) -> Result<(), ApiError> {
+    let d = app.decide(&t.caller, &t.attrs.with_verb("create"));
+    if d.allowed {
+        Ok(())
+    } else {
+        Err(crate::auth::forbidden_status(
+            &t.rt.group,
+            &t.rt.plural,
+            &t.name,
+            &d.reason,
+        ))
+    }
+}
+
+/// OwnerReferencesPermissionEnforcement (when on) for a write of `new` over `old`.
+fn admit_owner_refs(
+    app: &App,
+    t: &Target,
+    old: Option<&Value>,
+    new: &Value,
+) -> Result<(), ApiError> {
+    if !app.auth.owner_references_permission_enforcement {
+        return Ok(());
+    }
+    let w = OwnerRefWrite {
+        attributes: &t.attrs,
+        create: old.is_none(),
+        old,
+        new,
+    };
+    admission::enforce(
+        &w,
+        |api_version, kind| owner_resources(app, api_version, kind),
+        |a| app.decide(&t.caller, a),
+    )
+}
+
+/// The RESTMapper's answer for an owner reference: the resources serving `kind` in
+/// `api_version`.
+fn owner_resources(
+    app: &App,
+    api_version: &str,
+    kind: &str,
+) -> Result<Vec<(String, String)>, String> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let st = app.store.read();
+    let found: Vec<(String, String)> = st
+        .registry
+        .all()
+        .filter(|t| t.group == group && t.kind == kind && t.version(version).is_some())
+        .map(|t| (t.group.clone(), t.plural.clone()))
+        .collect();
+    if found.is_empty() {
+        Err(format!(
+            "no matches for kind {kind:?} in version {api_version:?}"
+        ))
+    } else {
+        Ok(found)
+    }
+}
+
+/// A PUT of a missing object of a create-on-update kind: authorized as create too, then created.
+async fn create_on_update(
+    app: &App,
+    mut t: Target,
+    q: &Params,
+    mut obj: Value,
+    wctx: &WriteCtx,
+) -> Result<Response, ApiError> {
+    authorize_create(app, &t)?;
+    meta::meta_mut(&mut obj).shift_remove("resourceVersion");
+    admit_request(&mut t, &mut obj, q)?;
+    admit_owner_refs(app, &t, None, &obj)?;
+    let stored = to_storage(app, &t, obj).await?;
+    let created = app.store.write().create(&t.rt.key(), &t.ns, stored, wctx)?;
+    let out = one_to_version(app, &t, (*created).clone()).await?;
+    Ok(respond(&t, StatusCode::CREATED, out))
 }
 
 fn check_name(t: &Target, obj: &mut Value) -> Result<(), ApiError> {
@@ -488,6 +622,10 @@ async fn update(
     let mut obj = decode_body(bytes, content_type)?;
     check_type(&t, &mut obj)?;
     check_name(&t, &mut obj)?;
+    let old = app.store.read().get_opt(&t.rt.key(), &t.ns, &t.name);
+    if old.is_none() && allows_create_on_update(&t) {
+        return create_on_update(app, t, q, obj, wctx).await;
+    }
     let rv_text = meta::meta_str(&obj, "resourceVersion").to_string();
     let precondition =
         if rv_text.is_empty() {
@@ -509,6 +647,9 @@ async fn update(
             })?)
         };
     admit_request(&mut t, &mut obj, q)?;
+    if let Some(old) = &old {
+        admit_owner_refs(app, &t, Some(old), &obj)?;
+    }
     let stored = to_storage(app, &t, obj).await?;
     let updated =
         app.store
@@ -674,7 +815,9 @@ async fn patch(
             let mut obj = managed::apply(None, &cfg, hints, sc, force, &writer)
                 .map_err(|c| conflict_error(&t, c))?;
             meta::meta_mut(&mut obj).shift_remove("resourceVersion");
+            authorize_create(app, &t)?;
             admit_request(&mut t, &mut obj, q)?;
+            admit_owner_refs(app, &t, None, &obj)?;
             let stored = to_storage(app, &t, obj).await?;
             let mut ctx = wctx.clone();
             ctx.managed = Managed::Given;
@@ -731,6 +874,7 @@ async fn patch(
             })?
         };
         admit_request(&mut t, &mut new, q)?;
+        admit_owner_refs(app, &t, Some(&cur), &new)?;
         let stored = to_storage(app, &t, new).await?;
         let result =
             app.store
