@@ -24,7 +24,7 @@ use olmkit_catalog::release::{
     Change, Outcome, ReleasePlan, ReleaseRequest, SkipRangeMode, csv_edges, plan_release,
     skip_range_for,
 };
-use olmkit_catalog::render::{RenderOptions, render_bundle};
+use olmkit_catalog::render::{RenderOptions, render_bundle_release};
 use olmkit_core::fsio::{Changeset, read_tree};
 use olmkit_core::{Report, epoch};
 use olmkit_image::build::Image;
@@ -139,6 +139,7 @@ struct Prepared {
 
 /// Runs the command.
 pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
+    tokio::task::block_in_place(|| recover_interrupted(&args))?;
     let mut p = tokio::task::block_in_place(|| prepare(&args, g))?;
     if args.plan {
         return report(&args, &p, true);
@@ -380,7 +381,8 @@ fn prepare(args: &Args, g: &GlobalArgs) -> Result<Prepared, CmdError> {
         Some(b) => b.image.clone(),
         None => bundle_image_ref.ok_or_else(|| no_repo("bundle"))?,
     };
-    let blob = render_bundle(&loaded, &image_in_catalog, &RenderOptions::default()).user_err()?;
+    let blob =
+        render_bundle_release(&loaded, &image_in_catalog, &RenderOptions::default()).user_err()?;
     let plan = plan_release(
         &catalog.config,
         &ReleaseRequest {
@@ -830,6 +832,41 @@ fn normalize(path: &Path) -> Result<PathBuf, CmdError> {
     Ok(out)
 }
 
+/// The deepest directory holding both `a` and `b` (both made absolute): the root of the
+/// release's changeset, and so where an interrupted release leaves its journal.
+fn common_root(a: &Path, b: &Path) -> Result<PathBuf, CmdError> {
+    let (a, b) = (normalize(a)?, normalize(b)?);
+    Ok(a.components()
+        .zip(b.components())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.as_os_str().to_owned())
+        .collect())
+}
+
+/// Finishes a release that was killed while committing (its journal is rolled forward, so the
+/// tree holds that release in full) and removes staging left by dead runs, before anything is
+/// read: otherwise a half-committed tree would make this run refuse or plan the wrong change.
+fn recover_interrupted(args: &Args) -> Result<(), CmdError> {
+    let root = common_root(&args.bundle_root, &args.catalog_dir)?;
+    let rec = olmkit_core::fsio::recover(&root)
+        .user_hint("an interrupted release left a journal that cannot be completed; check that bundle/ and catalog/ are writable")?;
+    if rec.journal_found {
+        eprintln!(
+            "note: completed an interrupted release in {} ({} pending change(s) applied from {})",
+            root.display(),
+            rec.rolled_forward,
+            olmkit_core::fsio::JOURNAL_FILE
+        );
+    }
+    if rec.stale_stages_removed > 0 {
+        eprintln!(
+            "note: removed {} staging directories left by interrupted runs",
+            rec.stale_stages_removed
+        );
+    }
+    Ok(())
+}
+
 /// Writes the bundle directory and the catalog update in one changeset rooted where both live.
 fn commit(args: &Args, p: &Prepared) -> Result<(), CmdError> {
     let write_bundle = !p.bundle_unchanged;
@@ -839,12 +876,7 @@ fn commit(args: &Args, p: &Prepared) -> Result<(), CmdError> {
     }
     let bundle_abs = normalize(&p.bundle_dir)?;
     let catalog_abs = normalize(&args.catalog_dir)?;
-    let root: PathBuf = bundle_abs
-        .components()
-        .zip(catalog_abs.components())
-        .take_while(|(a, b)| a == b)
-        .map(|(a, _)| a.as_os_str().to_owned())
-        .collect();
+    let root = common_root(&bundle_abs, &catalog_abs)?;
     let rel = |abs: &Path| -> Result<PathBuf, CmdError> {
         abs.strip_prefix(&root)
             .map(Path::to_path_buf)

@@ -16,7 +16,7 @@ use crate::build::{
 };
 use crate::digest::{Digest, Hasher};
 use crate::layer::Blob;
-use olmkit_core::fsio::{WriteOutputError, write_file_atomic};
+use olmkit_core::fsio::{WriteOutputError, crash_point, remove_stale_stages, write_file_atomic};
 use serde_json::{Value, json};
 use std::fs;
 use std::io::Read;
@@ -350,14 +350,43 @@ fn layout_state(dir: &Path) -> Result<LayoutState, WriteLayoutError> {
     }
 }
 
+/// Prefix of a new layout's staging directory (then the owning pid), next to the layout.
+const LAYOUT_STAGE_PREFIX: &str = ".oci-layout-";
+
+/// fsyncs the files and directories of a staged layout (three levels: root, blobs, sha256).
+fn sync_tree(root: &Path) -> Result<(), WriteLayoutError> {
+    let sync = |p: &Path| {
+        crash_point();
+        fs::File::open(p)
+            .and_then(|f| f.sync_all())
+            .map_err(io_err("sync", p))
+    };
+    let blobs = root.join("blobs/sha256");
+    for e in fs::read_dir(&blobs).map_err(io_err("read", &blobs))? {
+        sync(&e.map_err(io_err("read", &blobs))?.path())?;
+    }
+    for p in [
+        blobs.clone(),
+        root.join("blobs"),
+        root.join("index.json"),
+        root.join("oci-layout"),
+        root.to_path_buf(),
+    ] {
+        sync(&p)?;
+    }
+    Ok(())
+}
+
 fn create_layout(dir: &Path, images: &[(&Image, &str)]) -> Result<WriteSummary, WriteLayoutError> {
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
     fs::create_dir_all(&parent).map_err(io_err("create directory", &parent))?;
+    // Staging of runs that were killed before their rename is garbage: nobody will finish it.
+    remove_stale_stages(&parent, LAYOUT_STAGE_PREFIX)?;
     let stage = tempfile::Builder::new()
-        .prefix(".oci-layout-")
+        .prefix(&format!("{LAYOUT_STAGE_PREFIX}{}-", std::process::id()))
         .tempdir_in(&parent)
         .map_err(io_err("create a temporary directory in", &parent))?;
     let root = stage.path();
@@ -366,6 +395,7 @@ fn create_layout(dir: &Path, images: &[(&Image, &str)]) -> Result<WriteSummary, 
     let blobs = all_blobs(images);
     for b in &blobs {
         let p = root.join(blob_rel(&b.digest));
+        crash_point();
         fs::write(&p, &b.data).map_err(io_err("write", &p))?;
     }
     let mut index = empty_index();
@@ -380,10 +410,13 @@ fn create_layout(dir: &Path, images: &[(&Image, &str)]) -> Result<WriteSummary, 
         fs::set_permissions(root, fs::Permissions::from_mode(0o755))
             .map_err(io_err("set permissions of", root))?;
     }
+    // Durable before it becomes visible: a crash after the rename must not leave empty blobs.
+    sync_tree(root)?;
     // rename(2) replaces an empty directory and fails on a non-empty one, so a layout created
     // concurrently is never clobbered.
     let staged = stage.keep();
-    if let Err(e) = fs::rename(&staged, dir) {
+    crash_point();
+    if let Err(e) = fs::rename(&staged, dir).and_then(|()| fs::File::open(&parent)?.sync_all()) {
         let _ = fs::remove_dir_all(&staged);
         return Err(WriteLayoutError::Io {
             action: "move the new layout into",
