@@ -300,6 +300,15 @@ impl FixtureCatalog {
             .map(|(n, _)| n.clone())
     }
 
+    /// The `replaces` of a bundle's channel entry (in any channel).
+    fn replaces_of(&self, bundle: &str) -> Option<String> {
+        self.channels
+            .values()
+            .flatten()
+            .find(|(n, r)| n == bundle && !r.is_empty())
+            .map(|(_, r)| r.clone())
+    }
+
     fn next(&self, package: &str, channel: &str, installed: &str) -> Option<String> {
         self.entries(package, channel)?
             .iter()
@@ -631,8 +640,12 @@ async fn drive_csv(
             "install": {"strategy": "deployment", "spec": {"deployments": []}},
             "installModes": [{"type": "AllNamespaces", "supported": true}],
         });
+        // As real OLM (tests/fixtures/olm-traces): an upgrade's CSV replaces the installed
+        // one; a fresh install keeps the bundle's own `replaces` (0.3.0 shows 0.2.0).
         if !installed.is_empty() {
             spec["replaces"] = json!(installed);
+        } else if let Some(r) = catalog.replaces_of(current) {
+            spec["replaces"] = json!(r);
         }
         let obj: DynamicObject = serde_json::from_value(json!({
             "apiVersion": "operators.coreos.com/v1alpha1",

@@ -28,6 +28,8 @@ fn install_args<'a>(catalog: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         catalog,
         "--poll-interval",
         "50ms",
+        "--settle",
+        "300ms",
         "--timeout",
         "30s",
     ];
@@ -56,11 +58,12 @@ async fn install_applies_catalog_source_operator_group_subscription_and_waits_fo
         .await;
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "stderr:\n{stderr}");
-    // stdout: the CSV as `kubectl get csv` shows it.
+    // stdout: the CSV as `kubectl get csv` shows it (a fresh install keeps the bundle's own
+    // replaces, as real OLM does: tests/fixtures/olm-traces/install-automatic.jsonl).
     assert_eq!(
         stdout,
-        "NAME                        DISPLAY              VERSION   REPLACES   PHASE\n\
-         memcached-operator.v0.3.0   Memcached Operator   0.3.0                Succeeded\n"
+        "NAME                        DISPLAY              VERSION   REPLACES                    PHASE\n\
+         memcached-operator.v0.3.0   Memcached Operator   0.3.0     memcached-operator.v0.2.0   Succeeded\n"
     );
     // stderr: why this OperatorGroup, what OLM installs, what was applied, progress.
     assert!(stderr.contains("OperatorGroup: memcached-operator.v0.3.0 supports AllNamespaces, so the OperatorGroup targets every namespace"), "{stderr}");
@@ -210,11 +213,21 @@ async fn print_writes_yaml_that_kubectl_applies() {
             "--catalog-dir",
             &cat,
             "--print",
+            // This stand-in has no global-operators in namespace operators, unlike upstream
+            // OLM, so the OperatorGroup is asked for (tested for applying below).
+            "--operator-group-mode",
+            "create",
         ])
         .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("drop the OperatorGroup below if operators already has one"),
+        "{}",
+        text(&out.stderr)
+    );
     let yaml = text(&out.stdout);
     insta::assert_snapshot!("print_alpha", yaml);
+    assert!(yaml.contains("kind: OperatorGroup"));
     // Nothing was sent to the cluster.
     assert!(env.cli_writes().is_empty());
     // And kubectl applies it as is.
@@ -280,6 +293,8 @@ async fn manual_approval_flow() {
             &cat,
             "--poll-interval",
             "50ms",
+            "--settle",
+            "300ms",
             "--timeout",
             "30s",
         ])
@@ -332,6 +347,8 @@ async fn manual_approval_flow() {
             &cat,
             "--poll-interval",
             "50ms",
+            "--settle",
+            "300ms",
         ])
         .await;
     let stderr = text(&out.stderr);
@@ -405,6 +422,8 @@ async fn channel_switch_says_where_it_leads_and_refuses_dead_ends() {
         &cat,
         "--poll-interval",
         "50ms",
+        "--settle",
+        "300ms",
         "--timeout",
         "30s",
     ];
@@ -623,6 +642,8 @@ async fn resolution_failed_is_reported_without_a_local_catalog() {
             "operators",
             "--poll-interval",
             "50ms",
+            "--settle",
+            "300ms",
             "--timeout",
             "30s",
         ])
@@ -708,6 +729,8 @@ async fn operator_groups_are_reused_or_refused_before_applying() {
             &cat,
             "--poll-interval",
             "50ms",
+            "--settle",
+            "300ms",
             "--timeout",
             "30s",
         ])
@@ -787,6 +810,8 @@ async fn upgrade_json_says_where_the_switch_leads_and_what_happened() {
         "json",
         "--poll-interval",
         "50ms",
+        "--settle",
+        "300ms",
         "--timeout",
         "30s",
     ];
@@ -861,6 +886,8 @@ async fn approve_json_says_what_the_plan_installs_and_how_it_ended() {
             "json",
             "--poll-interval",
             "50ms",
+            "--settle",
+            "300ms",
             "--timeout",
             "30s",
         ]

@@ -13,6 +13,7 @@ use olmkit_cluster::client::{Cluster, ClusterError, ClusterOptions, OlmMissingEr
 use olmkit_cluster::install::{
     Event, InstallError, InstallRequest, Outcome, WaitSettings, install, plan_install,
 };
+use olmkit_cluster::install_mode::OperatorGroupMode;
 use olmkit_cluster::manifests::{Approval, render_yaml};
 use olmkit_cluster::names::parse_go_duration;
 use olmkit_cluster::olmv1::BundleFacts;
@@ -53,6 +54,14 @@ pub struct WaitArgs {
     /// Time between two looks at the cluster while waiting.
     #[arg(long, default_value = "1s", value_parser = duration, hide = true)]
     pub poll_interval: Duration,
+    /// How long a CSV must stay Succeeded before the wait ends (OLM often moves a CSV that
+    /// just succeeded back to Pending for a reinstall or certificate rotation).
+    #[arg(long, default_value = "5s", value_parser = duration, hide = true)]
+    pub settle: Duration,
+    /// How long OLM may report that an error prevents resolution (typically an unreachable
+    /// catalog, which OLM keeps retrying) before the command gives up (Go duration).
+    #[arg(long, default_value = "2m", value_parser = duration, value_name = "DURATION")]
+    pub resolution_grace: Duration,
 }
 
 impl WaitArgs {
@@ -60,6 +69,8 @@ impl WaitArgs {
         WaitSettings {
             timeout: self.timeout,
             poll_interval: self.poll_interval.max(Duration::from_millis(20)),
+            settle: self.settle,
+            resolution_grace: self.resolution_grace,
         }
     }
 }
@@ -78,6 +89,22 @@ pub enum ApprovalArg {
     /// Every InstallPlan waits for `bundle-tool approve`.
     #[value(name = "Manual", alias = "manual")]
     Manual,
+}
+
+/// Whether the install includes an OperatorGroup.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum OperatorGroupModeArg {
+    /// Applying: reuse the namespace's OperatorGroup when it fits, create one when there is
+    /// none, refuse when there are several. --print: none for `operators` and
+    /// `openshift-operators`, which already have `global-operators` on standard OLM
+    /// installations; one for any other namespace.
+    #[default]
+    Auto,
+    /// --print: include an OperatorGroup even for `operators`/`openshift-operators` (a cluster
+    /// where it does not exist). Applying: as auto.
+    Create,
+    /// Never create an OperatorGroup: the namespace must already have one that fits.
+    Skip,
 }
 
 /// `grpcPodConfig.securityContextConfig` of the CatalogSource.
@@ -142,6 +169,9 @@ pub struct Args {
     /// Name of the OperatorGroup to create (default: the package).
     #[arg(long, value_name = "NAME")]
     pub operator_group: Option<String>,
+    /// Whether to create an OperatorGroup (OLM allows one per namespace).
+    #[arg(long, value_enum, default_value_t = OperatorGroupModeArg::Auto, value_name = "MODE")]
+    pub operator_group_mode: OperatorGroupModeArg,
     /// OLM v1: installer ServiceAccount name (default: <package>-installer).
     #[arg(long, value_name = "NAME")]
     pub service_account: Option<String>,
@@ -356,6 +386,11 @@ fn request(args: &Args, namespace: &str) -> InstallRequest {
             SecurityContextArg::Restricted => "restricted".into(),
             SecurityContextArg::Legacy => "legacy".into(),
         }),
+        operator_group_mode: match args.operator_group_mode {
+            OperatorGroupModeArg::Auto => OperatorGroupMode::Auto,
+            OperatorGroupModeArg::Create => OperatorGroupMode::Create,
+            OperatorGroupModeArg::Skip => OperatorGroupMode::Skip,
+        },
     }
 }
 
@@ -373,9 +408,15 @@ pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
         for n in &plan.notes {
             eprintln!("{n}");
         }
-        eprintln!(
-            "note: OLM allows one OperatorGroup per namespace; drop the OperatorGroup below if {namespace} already has one that fits"
-        );
+        if plan
+            .objects
+            .iter()
+            .any(|o| o.get("kind").and_then(serde_json::Value::as_str) == Some("OperatorGroup"))
+        {
+            eprintln!(
+                "note: OLM allows one OperatorGroup per namespace; drop the OperatorGroup below if {namespace} already has one that fits (or pass --operator-group-mode skip)"
+            );
+        }
         let yaml = render_yaml(&plan.objects).unexpected_err()?;
         return print_data(&yaml).unexpected_err();
     }

@@ -1,5 +1,6 @@
 //! `bundle-tool status`: Subscriptions, InstallPlans and CSVs like `kubectl get csv`, with
-//! each Subscription's channel and next upgrade (from OLM, or from the local catalog).
+//! each Subscription's channel and next upgrade (from OLM, or from the local catalog), and the
+//! namespace's OperatorGroups (several of them stop OLM without a word on the Subscription).
 
 use crate::cmd::install::{ClusterArgs, cluster_err};
 use crate::exit::{CmdError, ResultExt};
@@ -54,14 +55,12 @@ pub async fn run(args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
                 .unwrap_or_else(|| cluster.default_namespace().to_string()),
         )
     };
-    let (subs, ips, csvs) = gather(&cluster, namespace.as_deref())
+    let gathered = gather(&cluster, namespace.as_deref())
         .await
         .map_err(cluster_err)?;
     let report = build_report(
         namespace.as_deref(),
-        subs,
-        ips,
-        csvs,
+        gathered,
         catalog.as_ref().map(|c| c as &dyn UpgradeOracle),
     );
     let text = match args.output {

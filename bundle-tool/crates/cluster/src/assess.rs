@@ -2,21 +2,41 @@
 //!
 //! A pure function of a [`Snapshot`] (the Subscription, its latest InstallPlan, the CSV it is
 //! progressing to and its CatalogSource), so every OLM state the wait loop can meet is unit
-//! tested without a cluster. The rules follow OLM's own semantics:
-//! - `ResolutionFailed` with reason `ConstraintsNotSatisfiable` is terminal (OLM stops retrying
-//!   until something changes); `ErrorPreventedResolution` is retried by OLM, so it is shown
-//!   and waited on (it is usually a catalog that is not reachable yet).
+//! tested without a cluster. The rules follow OLM's own semantics, as recorded from a real
+//! OLM v0 (`tests/fixtures/olm-traces/`, each rule has a unit test built from those traces):
+//! - `ResolutionFailed` with reason `ConstraintsNotSatisfiable` is terminal: OLM's
+//!   `syncResolvingNamespace` (`pkg/controller/operators/catalog/operator.go`) sets it and does
+//!   not requeue. One exception is not a failure: while a CSV is being replaced, OLM's resolver
+//!   sees the old CSV, which no Subscription references any more, next to the new one and
+//!   reports "clusterserviceversion X exists and is not referenced by a subscription". That
+//!   condition appears while X is `Replacing`/`Deleting` and may stay after X is gone (nothing
+//!   requeues the namespace), so it is ignored when X is being replaced or gone.
+//! - `ErrorPreventedResolution` is requeued by `syncResolvingNamespace`, so it is not terminal
+//!   at once: it becomes [`Verdict::Blocked`], and the wait loop fails only when it persists
+//!   (an unreachable catalog: OLM's `catalogHealth` may still say healthy).
+//! - More than one OperatorGroup in the namespace stops OLM completely: `syncOperatorGroups`
+//!   (`pkg/controller/operators/olm/operatorgroup.go`) only flags every group with
+//!   `MultipleOperatorGroup=True MultipleOperatorGroupsFound`, and the Subscription shows
+//!   nothing; a CSV created there fails with `TooManyOperatorGroups` (`operatorGroupForCSV`).
 //! - `BundleUnpackFailed`, an InstallPlan in phase `Failed` and a CSV in phase `Failed` are
 //!   terminal.
 //! - A CSV is installed when the Subscription's `installedCSV` names it, its phase is
-//!   `Succeeded`, and (when the goal needs the Subscription to settle) `currentCSV` equals
-//!   `installedCSV`, i.e. no further upgrade is in flight.
+//!   `Succeeded`, no CSV of the namespace is still `Replacing` or `Deleting`, and (when the goal
+//!   needs the Subscription to settle) `currentCSV` equals `installedCSV`. OLM's
+//!   `transitionCSVState` (`pkg/controller/operators/olm/operator.go`) may still move a
+//!   Succeeded CSV back to `Pending` (`NeedsReinstall`, `NeedsCertRotation`) right after, so
+//!   [`crate::wait`] also requires the verdict to hold for a settle period. The Subscription's
+//!   `AtLatestKnown` state and an InstallPlan's `Complete` phase come before the CSV succeeds
+//!   and are not used as "done".
 //!
 //! Conditions and InstallPlans that were already there when the command started (recorded in a
 //! [`Baseline`]) are not blamed for a failure: after a channel switch, yesterday's failed
 //! InstallPlan must not be reported as today's.
 
-use crate::olm::{CatalogSource, Condition, Csv, InstallPlan, Subscription, condition};
+use crate::olm::{
+    CatalogSource, Condition, Csv, InstallPlan, MULTIPLE_OPERATOR_GROUPS_REASON, OperatorGroup,
+    Subscription, condition,
+};
 use std::collections::BTreeSet;
 
 /// What the cluster looked like at one moment.
@@ -32,13 +52,22 @@ pub struct Snapshot {
     pub installed_csv: Option<Csv>,
     /// The CatalogSource the Subscription uses.
     pub catalog_source: Option<CatalogSource>,
+    /// Every CSV of the namespace except OLM's copies (to see replacements in flight).
+    pub csvs: Vec<Csv>,
+    /// The OperatorGroups of the namespace (None when not read).
+    pub operator_groups: Option<Vec<OperatorGroup>>,
 }
 
 /// What the command waits for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Goal {
     /// A fresh install (or a re-run of one): the Subscription's current CSV is installed.
-    Install,
+    Install {
+        /// CSVs OLM only passes through on the way to the channel head (the starting CSV of an
+        /// Automatic Subscription and the hops after it, from the local catalog): being
+        /// installed at one of them is not the end of the install.
+        passes: Vec<String>,
+    },
     /// An upgrade (channel switch or approval).
     Reach {
         /// The CSV installed when the command started.
@@ -115,6 +144,9 @@ pub enum Verdict {
     },
     /// OLM gave up.
     Failed(Failure),
+    /// OLM cannot progress now but retries (`ErrorPreventedResolution`): a failure when it
+    /// persists, which only the caller, who sees time pass, can tell.
+    Blocked(Failure),
 }
 
 fn sub_ref(s: &Subscription) -> String {
@@ -238,31 +270,186 @@ fn install_plan_failure(ip: &InstallPlan) -> Failure {
     }
 }
 
-/// Judges a snapshot against a goal. `stop_at_approval`: report an InstallPlan that awaits
-/// approval instead of waiting for someone to approve it.
-pub fn assess(goal: &Goal, baseline: &Baseline, s: &Snapshot, stop_at_approval: bool) -> Verdict {
-    let Some(sub) = &s.subscription else {
-        return Verdict::Pending;
-    };
-    let conds = &sub.status.conditions;
+/// The CSVs named by "clusterserviceversion X exists and is not referenced by a subscription"
+/// in a resolution failure message (OLM's resolver wording for an installed CSV without a
+/// Subscription).
+pub fn unreferenced_csvs(message: &str) -> Vec<String> {
+    const TAIL: &str = " exists and is not referenced by a subscription";
+    const HEAD: &str = "clusterserviceversion ";
+    let mut out = Vec::new();
+    let mut rest = message;
+    while let Some(end) = rest.find(TAIL) {
+        let before = &rest[..end];
+        if let Some(start) = before.rfind(HEAD) {
+            let name = before[start + HEAD.len()..].trim();
+            if !name.is_empty() && !name.contains(' ') {
+                out.push(name.to_string());
+            }
+        }
+        rest = &rest[end + TAIL.len()..];
+    }
+    out
+}
 
-    // Terminal Subscription conditions.
+/// The CSV being replaced that a `ConstraintsNotSatisfiable` condition is about, when that is
+/// all it is about: every CSV it calls "not referenced by a subscription" is not the installed
+/// one and is `Replacing`/`Deleting` or already gone. OLM sets this condition during every
+/// replacement (see the module docs) and may leave it behind, so it is no failure.
+pub fn replacement_leftover(c: &Condition, s: &Snapshot) -> Option<String> {
+    let sub = s.subscription.as_ref()?;
+    let names = unreferenced_csvs(&c.message);
+    if names.is_empty() {
+        return None;
+    }
+    let all_replaced = names.iter().all(|n| {
+        *n != sub.status.installed_csv
+            && s.csvs
+                .iter()
+                .find(|c| &c.metadata.name == n)
+                .is_none_or(|c| matches!(c.status.phase.as_str(), "Replacing" | "Deleting"))
+    });
+    all_replaced.then(|| names.join(", "))
+}
+
+/// More than one OperatorGroup in the namespace: OLM does nothing for any Subscription there.
+fn operator_group_failure(s: &Snapshot, sub: &Subscription) -> Option<Failure> {
+    let groups = s.operator_groups.as_ref()?;
+    if groups.len() < 2 {
+        return None;
+    }
+    let ns = &sub.metadata.namespace;
+    let names: Vec<&str> = groups.iter().map(|g| g.metadata.name.as_str()).collect();
+    let mut details = vec![format!(
+        "namespace {ns} has {} OperatorGroups: {}",
+        groups.len(),
+        names.join(", ")
+    )];
+    for g in groups.iter().filter(|g| g.flagged_multiple()) {
+        details.push(format!(
+            "OperatorGroup {}: MultipleOperatorGroup=True {MULTIPLE_OPERATOR_GROUPS_REASON}",
+            g.metadata.name
+        ));
+    }
+    details.push(
+        "OLM resolves nothing in a namespace with several OperatorGroups (the Subscription shows no error)"
+            .into(),
+    );
+    Some(Failure {
+        summary: format!(
+            "OLM will not install Subscription {}: more than one OperatorGroup in namespace {ns}",
+            sub_ref(sub)
+        ),
+        details,
+        hints: vec![format!(
+            "keep exactly one OperatorGroup in {ns}: kubectl -n {ns} delete operatorgroup {}",
+            names[1..].join(" ")
+        )],
+    })
+}
+
+/// `ErrorPreventedResolution`: OLM retries, most often because it cannot reach the catalog.
+fn resolution_blocked(c: &Condition, s: &Snapshot, sub: &Subscription) -> Failure {
+    let mut details = vec![format!("ResolutionFailed {}: {}", c.reason, c.message)];
+    let mut hints = Vec::new();
+    if let Some(cs) = &s.catalog_source {
+        let state = match cs.connection() {
+            "" => "no connection state".to_string(),
+            st => format!("connection {st}"),
+        };
+        details.push(format!(
+            "CatalogSource {}/{}: {state}",
+            cs.metadata.namespace, cs.metadata.name
+        ));
+        if cs.spec.address.is_empty() {
+            hints.push(format!(
+                "check the catalog pod: kubectl -n {} get pods -l olm.catalogSource={} (is the image {} pullable and serving?)",
+                cs.metadata.namespace, cs.metadata.name, cs.spec.image
+            ));
+        } else {
+            hints.push(format!(
+                "check that {} serves the operator-registry gRPC API (spec.address of CatalogSource {}/{})",
+                cs.spec.address, cs.metadata.namespace, cs.metadata.name
+            ));
+        }
+    }
+    if sub.status.catalog_health.iter().any(|h| h.healthy) {
+        details.push(
+            "(OLM's status.catalogHealth says healthy: it does not reflect the gRPC connection)"
+                .into(),
+        );
+    }
+    hints.push(format!(
+        "once the catalog is reachable OLM resolves again by itself; rerun this command or watch kubectl -n {} get subscription {} -o yaml",
+        sub.metadata.namespace, sub.metadata.name
+    ));
+    let unreachable = c.message.contains("catalogsource") || c.message.contains("rpc error");
+    Failure {
+        summary: if unreachable {
+            format!(
+                "OLM cannot reach the catalog of Subscription {}",
+                sub_ref(sub)
+            )
+        } else {
+            format!(
+                "OLM cannot resolve Subscription {} (ErrorPreventedResolution)",
+                sub_ref(sub)
+            )
+        },
+        details,
+        hints,
+    }
+}
+
+fn csv_failed(csv: &Csv, sub: &Subscription) -> Failure {
+    let mut details = vec![format!(
+        "phase Failed, reason {}: {}",
+        csv.status.reason, csv.status.message
+    )];
+    for r in &csv.status.requirement_status {
+        if r.status != "Present" && !r.status.is_empty() {
+            details.push(format!(
+                "requirement {} {} ({}): {} {}",
+                r.kind, r.name, r.group, r.status, r.message
+            ));
+        }
+    }
+    Failure {
+        summary: format!(
+            "ClusterServiceVersion {}/{} failed",
+            csv.metadata.namespace, csv.metadata.name
+        ),
+        details,
+        hints: csv_failure_hints(csv, Some(sub)),
+    }
+}
+
+/// Failures and blocks from the Subscription's conditions.
+fn condition_verdict(baseline: &Baseline, s: &Snapshot, sub: &Subscription) -> Option<Verdict> {
+    let conds = &sub.status.conditions;
     if let Some(c) = condition(conds, "ResolutionFailed")
         && c.is_true()
-        && c.reason == "ConstraintsNotSatisfiable"
-        && baseline.is_new(c)
     {
-        return Verdict::Failed(Failure {
-            summary: format!("OLM cannot resolve Subscription {}", sub_ref(sub)),
-            details: vec![format!("ResolutionFailed {}: {}", c.reason, c.message)],
-            hints: resolution_hints(&c.message, sub),
-        });
+        match c.reason.as_str() {
+            "ConstraintsNotSatisfiable"
+                if baseline.is_new(c) && replacement_leftover(c, s).is_none() =>
+            {
+                return Some(Verdict::Failed(Failure {
+                    summary: format!("OLM cannot resolve Subscription {}", sub_ref(sub)),
+                    details: vec![format!("ResolutionFailed {}: {}", c.reason, c.message)],
+                    hints: resolution_hints(&c.message, sub),
+                }));
+            }
+            "ErrorPreventedResolution" => {
+                return Some(Verdict::Blocked(resolution_blocked(c, s, sub)));
+            }
+            _ => {}
+        }
     }
     if let Some(c) = condition(conds, "BundleUnpackFailed")
         && c.is_true()
         && baseline.is_new(c)
     {
-        return Verdict::Failed(Failure {
+        return Some(Verdict::Failed(Failure {
             summary: format!(
                 "OLM could not unpack the bundle for Subscription {}",
                 sub_ref(sub)
@@ -275,7 +462,31 @@ pub fn assess(goal: &Goal, baseline: &Baseline, s: &Snapshot, stop_at_approval: 
                     sub.spec.source_namespace, sub.spec.source_namespace
                 ),
             ],
-        });
+        }));
+    }
+    None
+}
+
+/// True while a replacement is still finishing: a CSV of the namespace is `Replacing` or
+/// `Deleting` (OLM deletes the old CSV only after the new one succeeded, and the new one often
+/// goes back to `Pending` right after).
+pub fn replacement_in_flight(s: &Snapshot) -> bool {
+    s.csvs
+        .iter()
+        .any(|c| matches!(c.status.phase.as_str(), "Replacing" | "Deleting"))
+}
+
+/// Judges a snapshot against a goal. `stop_at_approval`: report an InstallPlan that awaits
+/// approval instead of waiting for someone to approve it.
+pub fn assess(goal: &Goal, baseline: &Baseline, s: &Snapshot, stop_at_approval: bool) -> Verdict {
+    let Some(sub) = &s.subscription else {
+        return Verdict::Pending;
+    };
+    if let Some(f) = operator_group_failure(s, sub) {
+        return Verdict::Failed(f);
+    }
+    if let Some(v) = condition_verdict(baseline, s, sub) {
+        return v;
     }
 
     // The latest InstallPlan.
@@ -298,26 +509,7 @@ pub fn assess(goal: &Goal, baseline: &Baseline, s: &Snapshot, stop_at_approval: 
         && (csv.metadata.name == sub.status.current_csv
             || csv.metadata.name == sub.status.installed_csv)
     {
-        let mut details = vec![format!(
-            "phase Failed, reason {}: {}",
-            csv.status.reason, csv.status.message
-        )];
-        for r in &csv.status.requirement_status {
-            if r.status != "Present" && !r.status.is_empty() {
-                details.push(format!(
-                    "requirement {} {} ({}): {} {}",
-                    r.kind, r.name, r.group, r.status, r.message
-                ));
-            }
-        }
-        return Verdict::Failed(Failure {
-            summary: format!(
-                "ClusterServiceVersion {}/{} failed",
-                csv.metadata.namespace, csv.metadata.name
-            ),
-            details,
-            hints: csv_failure_hints(csv, Some(sub)),
-        });
+        return Verdict::Failed(csv_failed(csv, sub));
     }
 
     let installed = sub.status.installed_csv.as_str();
@@ -325,12 +517,17 @@ pub fn assess(goal: &Goal, baseline: &Baseline, s: &Snapshot, stop_at_approval: 
     let csv_succeeded = [s.csv.as_ref(), s.installed_csv.as_ref()]
         .into_iter()
         .flatten()
-        .any(|c| c.metadata.name == installed && c.status.phase == "Succeeded");
+        .any(|c| c.metadata.name == installed && c.status.phase == "Succeeded")
+        && !replacement_in_flight(s);
     let settled = current.is_empty() || current == installed;
 
     match goal {
-        Goal::Install => {
-            if !installed.is_empty() && csv_succeeded && settled {
+        Goal::Install { passes } => {
+            if !installed.is_empty()
+                && csv_succeeded
+                && settled
+                && !passes.iter().any(|p| p == installed)
+            {
                 return Verdict::Succeeded {
                     csv: installed.to_string(),
                 };
@@ -423,7 +620,14 @@ pub fn describe(s: &Snapshot) -> Vec<(String, String)> {
                     if !c.reason.is_empty() {
                         p.push_str(&format!(" ({})", c.reason));
                     }
-                    if !c.message.is_empty() && c.type_ != "InstallPlanPending" {
+                    if c.type_ == "ResolutionFailed"
+                        && c.reason == "ConstraintsNotSatisfiable"
+                        && let Some(old) = replacement_leftover(c, s)
+                    {
+                        p.push_str(&format!(
+                            ": about {old}, which is being replaced (OLM sets this during a replacement; not a failure)"
+                        ));
+                    } else if !c.message.is_empty() && c.type_ != "InstallPlanPending" {
                         p.push_str(&format!(": {}", c.message));
                     }
                     parts.push(p);
@@ -431,6 +635,20 @@ pub fn describe(s: &Snapshot) -> Vec<(String, String)> {
             }
             out.push((key.clone(), format!("{key}: {}", parts.join(", "))));
         }
+    }
+    // OperatorGroups only matter when there are several (or OLM says so).
+    let groups = s.operator_groups.as_deref().unwrap_or_default();
+    for g in groups
+        .iter()
+        .filter(|g| groups.len() > 1 || g.flagged_multiple())
+    {
+        let key = format!("OperatorGroup {}/{}", g.metadata.namespace, g.metadata.name);
+        let line = if g.flagged_multiple() {
+            format!("{key}: MultipleOperatorGroup ({MULTIPLE_OPERATOR_GROUPS_REASON})")
+        } else {
+            format!("{key}: one of {} in the namespace", groups.len())
+        };
+        out.push((key, line));
     }
     if let Some(ip) = &s.install_plan {
         let key = format!("InstallPlan {}/{}", ip.metadata.namespace, ip.metadata.name);
@@ -448,7 +666,13 @@ pub fn describe(s: &Snapshot) -> Vec<(String, String)> {
         }
         out.push((key, line));
     }
-    if let Some(csv) = &s.csv {
+    // Every CSV of the namespace when listed (the replaced one too), else the current one.
+    let csvs: Vec<&Csv> = if s.csvs.is_empty() {
+        s.csv.iter().collect()
+    } else {
+        s.csvs.iter().collect()
+    };
+    for csv in csvs {
         let key = format!(
             "ClusterServiceVersion {}/{}",
             csv.metadata.namespace, csv.metadata.name
@@ -476,13 +700,22 @@ pub fn timeout_hints(s: &Snapshot) -> Vec<String> {
     if let Some(cs) = &s.catalog_source
         && cs.connection() != "READY"
     {
-        hints.push(format!(
-            "the CatalogSource is not READY ({}): check its pod with kubectl -n {} get pods -l olm.catalogSource={} and that the image {} is pullable",
-            if cs.connection().is_empty() { "no connection yet" } else { cs.connection() },
-            cs.metadata.namespace,
-            cs.metadata.name,
-            cs.spec.image
-        ));
+        let state = if cs.connection().is_empty() {
+            "no connection yet"
+        } else {
+            cs.connection()
+        };
+        hints.push(if cs.spec.address.is_empty() {
+            format!(
+                "the CatalogSource is not READY ({state}): check its pod with kubectl -n {} get pods -l olm.catalogSource={} and that the image {} is pullable",
+                cs.metadata.namespace, cs.metadata.name, cs.spec.image
+            )
+        } else {
+            format!(
+                "the CatalogSource is not READY ({state}): check that {} serves the operator-registry gRPC API",
+                cs.spec.address
+            )
+        });
     }
     if let Some(sub) = &s.subscription {
         if let Some(c) = condition(&sub.status.conditions, "ResolutionFailed")
@@ -517,6 +750,9 @@ pub fn timeout_hints(s: &Snapshot) -> Vec<String> {
     }
     hints
 }
+
+#[cfg(test)]
+mod trace_tests;
 
 #[cfg(test)]
 mod tests {
@@ -604,7 +840,13 @@ mod tests {
             csv: c,
             installed_csv: None,
             catalog_source: None,
+            csvs: Vec::new(),
+            operator_groups: None,
         }
+    }
+
+    fn install() -> Goal {
+        Goal::Install { passes: vec![] }
     }
 
     #[test]
@@ -615,7 +857,7 @@ mod tests {
             Some(csv("m.v1", "Succeeded", "InstallSucceeded")),
         );
         assert_eq!(
-            assess(&Goal::Install, &Baseline::default(), &s, false),
+            assess(&install(), &Baseline::default(), &s, false),
             Verdict::Succeeded { csv: "m.v1".into() }
         );
     }
@@ -628,13 +870,13 @@ mod tests {
             Some(csv("m.v2", "Installing", "InstallWaiting")),
         );
         assert_eq!(
-            assess(&Goal::Install, &Baseline::default(), &s, false),
+            assess(&install(), &Baseline::default(), &s, false),
             Verdict::Pending
         );
     }
 
     #[test]
-    fn constraints_not_satisfiable_is_terminal_but_errors_are_retried() {
+    fn constraints_not_satisfiable_is_terminal_but_errors_only_block() {
         let s = snap(
             sub(
                 "",
@@ -649,7 +891,7 @@ mod tests {
             None,
             None,
         );
-        let Verdict::Failed(f) = assess(&Goal::Install, &Baseline::default(), &s, false) else {
+        let Verdict::Failed(f) = assess(&install(), &Baseline::default(), &s, false) else {
             panic!("expected a failure")
         };
         assert!(f.details[0].contains("no operators found in channel"));
@@ -668,10 +910,11 @@ mod tests {
             None,
             None,
         );
-        assert_eq!(
-            assess(&Goal::Install, &Baseline::default(), &s, false),
-            Verdict::Pending
-        );
+        // OLM requeues it: a block, which the wait loop fails only when it persists.
+        assert!(matches!(
+            assess(&install(), &Baseline::default(), &s, false),
+            Verdict::Blocked(_)
+        ));
     }
 
     #[test]
@@ -681,7 +924,7 @@ mod tests {
             Some(ip("install-1", "Complete", true)),
             Some(csv("m.v1", "Failed", "UnsupportedOperatorGroup")),
         );
-        let Verdict::Failed(f) = assess(&Goal::Install, &Baseline::default(), &s, false) else {
+        let Verdict::Failed(f) = assess(&install(), &Baseline::default(), &s, false) else {
             panic!("expected a failure")
         };
         assert!(f.summary.contains("m.v1 failed"));
@@ -697,14 +940,14 @@ mod tests {
             None,
         );
         assert_eq!(
-            assess(&Goal::Install, &Baseline::default(), &s, true),
+            assess(&install(), &Baseline::default(), &s, true),
             Verdict::NeedsApproval {
                 install_plan: "install-1".into(),
                 csvs: vec!["m.v2".into()]
             }
         );
         assert_eq!(
-            assess(&Goal::Install, &Baseline::default(), &s, false),
+            assess(&install(), &Baseline::default(), &s, false),
             Verdict::Pending
         );
     }

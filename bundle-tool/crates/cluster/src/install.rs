@@ -11,7 +11,8 @@ use crate::assess::{Baseline, Failure, Goal, Verdict, timeout_hints};
 use crate::catalog_view::{PackageView, UnknownChannelError};
 use crate::client::{Cluster, ClusterError, OlmMissingError};
 use crate::install_mode::{
-    ChooseOperatorGroupError, OperatorGroupAction, OperatorGroupRequest, choose_operator_group,
+    ChooseOperatorGroupError, OperatorGroupAction, OperatorGroupMode, OperatorGroupRequest,
+    choose_operator_group, well_known_operator_group,
 };
 use crate::manifests::{
     self, Approval, CatalogSourceParams, SelectorTargetsError, SubscriptionParams,
@@ -22,6 +23,23 @@ use crate::names::{
 };
 use crate::olm::{OperatorGroup, Subscription, operator_group_resource, subscription_resource};
 use crate::wait::{WaitOutcome, WaitSpec, wait};
+
+impl PlannedInstall {
+    /// The CSVs an Automatic install only passes through on its way to the channel head (the
+    /// starting CSV and the hops before the last), from the local catalog: an install is not
+    /// done at one of them. Empty for Manual approval (each hop is its own approval) and
+    /// without a catalog.
+    pub fn passes(&self) -> Vec<String> {
+        match (&self.expected, self.approval) {
+            (Some(e), Approval::Automatic) if !e.then.is_empty() => {
+                let mut v = vec![e.first_csv.clone()];
+                v.extend(e.then[..e.then.len() - 1].iter().cloned());
+                v
+            }
+            _ => Vec::new(),
+        }
+    }
+}
 use serde_json::Value;
 use std::time::Duration;
 use thiserror::Error;
@@ -57,6 +75,8 @@ pub struct InstallRequest {
     pub poll_interval: String,
     /// `grpcPodConfig.securityContextConfig`.
     pub security_context_config: Option<String>,
+    /// Whether to create an OperatorGroup.
+    pub operator_group_mode: OperatorGroupMode,
 }
 
 /// What OLM is expected to install, from the local catalog.
@@ -132,6 +152,14 @@ pub enum PlanInstallError {
     /// The existing OperatorGroup cannot be reproduced.
     #[error(transparent)]
     Selector(#[from] SelectorTargetsError),
+    /// `--operator-group-mode skip` but the namespace has no OperatorGroup.
+    #[error(
+        "namespace {namespace} has no OperatorGroup and --operator-group-mode skip forbids creating one; OLM installs nothing without one"
+    )]
+    NoOperatorGroup {
+        /// Namespace.
+        namespace: String,
+    },
     /// The Subscription exists with another package or channel: re-applying would switch
     /// channels without the checks of `upgrade`.
     #[error(
@@ -167,6 +195,9 @@ impl PlanInstallError {
             Self::StartingCsvNotInChannel { .. } => Some("pick a bundle of that channel, or omit --starting-csv to install the channel head".into()),
             Self::NoSingleHead { .. } => Some("fix the channel so exactly one bundle is not replaced or skipped by another".into()),
             Self::OperatorGroup(e) => Some(e.hint()),
+            Self::NoOperatorGroup { .. } => {
+                Some("drop --operator-group-mode skip to let bundle-tool create one".into())
+            }
             Self::Selector(_) => None,
             Self::SubscriptionDiffers {
                 namespace,
@@ -318,15 +349,11 @@ pub fn plan_install(
         .map(|e| e.first_csv.clone())
         .unwrap_or_else(|| format!("the CSV of {}", req.package));
     let modes = csv_facts.as_ref().and_then(|f| f.install_modes.clone());
-    let choice = choose_operator_group(&OperatorGroupRequest {
-        csv: &csv_label,
-        modes: modes.as_deref(),
-        namespace: &req.namespace,
-        requested: req.target_namespaces.as_deref(),
-        group_name: &og_name,
-        existing: existing_groups,
-    })?;
-    notes.insert(0, format!("OperatorGroup: {}", choice.explanation));
+    let (og_object, og_notes) =
+        operator_group_part(req, &csv_label, modes.as_deref(), &og_name, existing_groups)?;
+    for (i, n) in og_notes.into_iter().enumerate() {
+        notes.insert(i, n);
+    }
 
     let display_name = req.display_name.clone().unwrap_or_else(|| {
         match csv_facts.as_ref().map(|f| f.display_name.as_str()) {
@@ -357,9 +384,7 @@ pub fn plan_install(
         poll_interval: Some(req.poll_interval.clone()),
         security_context_config: req.security_context_config.clone(),
     }));
-    if let OperatorGroupAction::Create { name, targets } = &choice.action {
-        objects.push(manifests::operator_group(name, &req.namespace, targets)?);
-    }
+    objects.extend(og_object);
     objects.push(manifests::subscription(&SubscriptionParams {
         name: sub_name.clone(),
         namespace: req.namespace.clone(),
@@ -381,6 +406,71 @@ pub fn plan_install(
     })
 }
 
+/// The OperatorGroup of a planned install (None when an existing one governs it) and the notes
+/// that explain the decision. Printing knows nothing of the cluster: a well-known namespace is
+/// assumed to have its standard OperatorGroup ([`well_known_operator_group`]), which the choice
+/// then reuses or refuses like a live one, unless `--operator-group-mode` says otherwise.
+fn operator_group_part(
+    req: &InstallRequest,
+    csv_label: &str,
+    modes: Option<&[crate::olm::InstallMode]>,
+    og_name: &str,
+    existing_groups: Option<&[OperatorGroup]>,
+) -> Result<(Option<Value>, Vec<String>), PlanInstallError> {
+    let well_known = match (existing_groups, req.operator_group_mode) {
+        (None, OperatorGroupMode::Auto) => well_known_operator_group(&req.namespace),
+        _ => None,
+    };
+    let assumed = well_known.as_ref().map(|(g, _)| std::slice::from_ref(g));
+    let choice = choose_operator_group(&OperatorGroupRequest {
+        csv: csv_label,
+        modes,
+        namespace: &req.namespace,
+        requested: req.target_namespaces.as_deref(),
+        group_name: og_name,
+        existing: existing_groups.or(assumed),
+    })?;
+    let skip = req.operator_group_mode == OperatorGroupMode::Skip;
+    if skip && existing_groups.is_some_and(<[OperatorGroup]>::is_empty) {
+        return Err(PlanInstallError::NoOperatorGroup {
+            namespace: req.namespace.clone(),
+        });
+    }
+    let ns = &req.namespace;
+    let notes = if let Some((g, origin)) = &well_known {
+        // The choice reused the assumed group (or refused above); say it is an assumption.
+        let mode = choice
+            .mode
+            .map(|m| format!(" ({m} install mode)"))
+            .unwrap_or_default();
+        let g = &g.metadata.name;
+        vec![
+            format!(
+                "OperatorGroup: none in the manifests: in {origin}, namespace {ns} already has OperatorGroup {g} (all namespaces), which {csv_label} runs under{mode}; OLM installs nothing in a namespace with two"
+            ),
+            format!(
+                "note: pass --operator-group-mode create to include one anyway (a cluster whose namespace {ns} has no {g})"
+            ),
+        ]
+    } else if skip && existing_groups.is_none() {
+        vec![
+            format!("OperatorGroup: {}", choice.explanation),
+            format!(
+                "note: no OperatorGroup in the manifests (--operator-group-mode skip): namespace {ns} must have exactly one that fits"
+            ),
+        ]
+    } else {
+        vec![format!("OperatorGroup: {}", choice.explanation)]
+    };
+    let object = match &choice.action {
+        OperatorGroupAction::Create { name, targets } if !(skip && existing_groups.is_none()) => {
+            Some(manifests::operator_group(name, ns, targets)?)
+        }
+        _ => None,
+    };
+    Ok((object, notes))
+}
+
 /// How long to wait and how often to look.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WaitSettings {
@@ -388,6 +478,34 @@ pub struct WaitSettings {
     pub timeout: Duration,
     /// Poll interval.
     pub poll_interval: Duration,
+    /// How long a success must hold (OLM may move a Succeeded CSV back to Pending).
+    pub settle: Duration,
+    /// How long a resolution blocked by an error (an unreachable catalog) is waited on.
+    pub resolution_grace: Duration,
+}
+
+impl WaitSettings {
+    /// The wait of one command.
+    pub fn spec(
+        &self,
+        namespace: &str,
+        subscription: &str,
+        goal: Goal,
+        baseline: Baseline,
+        stop_at_approval: bool,
+    ) -> WaitSpec {
+        WaitSpec {
+            namespace: namespace.into(),
+            subscription: subscription.into(),
+            goal,
+            baseline,
+            stop_at_approval,
+            timeout: self.timeout,
+            poll_interval: self.poll_interval,
+            settle: self.settle,
+            resolution_grace: self.resolution_grace,
+        }
+    }
 }
 
 /// Something to tell the user while a command runs (all of it goes to stderr).
@@ -456,7 +574,7 @@ pub fn outcome_of(w: WaitOutcome, timeout: Duration) -> Outcome {
         WaitOutcome::Done(Verdict::NeedsApproval { install_plan, csvs }, _) => {
             Outcome::AwaitingApproval { install_plan, csvs }
         }
-        WaitOutcome::Done(Verdict::Failed(f), _) => Outcome::Failed(f),
+        WaitOutcome::Done(Verdict::Failed(f) | Verdict::Blocked(f), _) => Outcome::Failed(f),
         WaitOutcome::Done(Verdict::Pending, snap) | WaitOutcome::TimedOut(snap) => {
             Outcome::TimedOut {
                 after: timeout,
@@ -522,15 +640,15 @@ pub async fn install(
         cluster.apply(obj, false).await?;
         on_event(Event::Applied(&manifests::describe(obj)));
     }
-    let spec = WaitSpec {
-        namespace: plan.namespace.clone(),
-        subscription: plan.subscription.clone(),
-        goal: Goal::Install,
-        baseline: Baseline::of(before.as_ref()),
-        stop_at_approval: plan.approval == Approval::Manual,
-        timeout: settings.timeout,
-        poll_interval: settings.poll_interval,
-    };
+    let spec = settings.spec(
+        &plan.namespace,
+        &plan.subscription,
+        Goal::Install {
+            passes: plan.passes(),
+        },
+        Baseline::of(before.as_ref()),
+        plan.approval == Approval::Manual,
+    );
     let w = wait(cluster, &spec, &mut |l| on_event(Event::Progress(l))).await?;
     Ok((plan, outcome_of(w, settings.timeout)))
 }

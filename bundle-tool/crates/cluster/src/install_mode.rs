@@ -221,9 +221,11 @@ pub enum ChooseOperatorGroupError {
         /// What was asked.
         requested: Targets,
     },
-    /// More than one OperatorGroup: OLM fails every CSV there with `TooManyOperatorGroups`.
+    /// More than one OperatorGroup: real OLM marks them `MultipleOperatorGroupsFound` and
+    /// resolves nothing there (`syncOperatorGroups`); a CSV created there fails with
+    /// `TooManyOperatorGroups` (`operatorGroupForCSV`).
     #[error(
-        "namespace {namespace} has {count} OperatorGroups ({names}); OLM fails every CSV there with TooManyOperatorGroups"
+        "namespace {namespace} has {count} OperatorGroups ({names}); OLM marks them MultipleOperatorGroupsFound and installs nothing there"
     )]
     TooManyGroups {
         /// Namespace.
@@ -253,7 +255,7 @@ impl ChooseOperatorGroupError {
                 "install into another namespace (--namespace), or change the OperatorGroup in {namespace} if nothing else depends on it"
             ),
             Self::TooManyGroups { namespace, .. } => {
-                format!("delete all but one OperatorGroup in {namespace}: kubectl -n {namespace} get operatorgroups")
+                format!("delete all but one OperatorGroup in {namespace}: kubectl -n {namespace} get operatorgroups, then kubectl -n {namespace} delete operatorgroup NAME")
             }
         }
     }
@@ -299,6 +301,41 @@ fn default_targets(
         namespace: namespace.into(),
         supported: list(supported),
     })
+}
+
+/// Whether a printed install includes an OperatorGroup (`install --operator-group-mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OperatorGroupMode {
+    /// Decide: from the namespace's OperatorGroups when applying; when printing, none for a
+    /// well-known namespace that already has one ([`well_known_operator_group`]), else ours.
+    #[default]
+    Auto,
+    /// When printing, always include ours.
+    Create,
+    /// Never create one: the namespace must already have one that fits.
+    Skip,
+}
+
+/// The OperatorGroup a standard OLM installation already puts into `namespace`, and where it
+/// comes from: upstream OLM's manifests (`deploy/upstream/quickstart/olm.yaml`) create
+/// namespace `operators` with OperatorGroup `global-operators` (all namespaces), and OpenShift
+/// ships `openshift-operators` with `global-operators`. A second OperatorGroup there makes OLM
+/// flag both `MultipleOperatorGroupsFound` and install nothing.
+pub fn well_known_operator_group(namespace: &str) -> Option<(OperatorGroup, &'static str)> {
+    let origin = match namespace {
+        "operators" => "upstream OLM's default installation",
+        "openshift-operators" => "OpenShift",
+        _ => return None,
+    };
+    let group = OperatorGroup {
+        metadata: crate::olm::Meta {
+            name: "global-operators".into(),
+            namespace: namespace.into(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Some((group, origin))
 }
 
 /// Inputs of [`choose_operator_group`].
@@ -515,6 +552,7 @@ mod tests {
                 target_namespaces: targets.map(|t| t.into_iter().map(String::from).collect()),
                 selector: None,
             },
+            ..Default::default()
         }
     }
 

@@ -383,6 +383,8 @@ pub struct CatalogSourceSpec {
     pub source_type: String,
     /// Catalog image.
     pub image: String,
+    /// Address of a catalog served outside the cluster (`host:port`, no image then).
+    pub address: String,
     /// Display name.
     pub display_name: String,
 }
@@ -432,6 +434,16 @@ pub struct OperatorGroupSpec {
     pub selector: Option<serde_json::Value>,
 }
 
+/// `status` of an OperatorGroup.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OperatorGroupStatus {
+    /// The namespaces OLM resolved the targets to (`[""]` = all namespaces).
+    pub namespaces: Vec<String>,
+    /// Conditions (`MultipleOperatorGroup` with reason `MultipleOperatorGroupsFound`).
+    pub conditions: Vec<Condition>,
+}
+
 /// An OperatorGroup.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -440,6 +452,23 @@ pub struct OperatorGroup {
     pub metadata: Meta,
     /// Spec.
     pub spec: OperatorGroupSpec,
+    /// Status.
+    pub status: OperatorGroupStatus,
+}
+
+/// The OperatorGroup condition OLM sets on every group of a namespace that has more than one
+/// (`syncOperatorGroups` in OLM's `pkg/controller/operators/olm/operatorgroup.go`; the type is
+/// spelled `MultipleOperatorGroup` in operator-framework/api).
+pub const MULTIPLE_OPERATOR_GROUPS_CONDITION: &str = "MultipleOperatorGroup";
+/// Its reason.
+pub const MULTIPLE_OPERATOR_GROUPS_REASON: &str = "MultipleOperatorGroupsFound";
+
+impl OperatorGroup {
+    /// True when OLM flagged this group as one of several in its namespace.
+    pub fn flagged_multiple(&self) -> bool {
+        condition(&self.status.conditions, MULTIPLE_OPERATOR_GROUPS_CONDITION)
+            .is_some_and(Condition::is_true)
+    }
 }
 
 /// A ClusterExtension (OLM v1), the fields the wait loop needs.

@@ -5,11 +5,20 @@
 //! its `installedCSV` is mid-upgrade, possibly waiting for an approval), then from the local
 //! catalog through an [`UpgradeOracle`] (the explain logic: which CSV the channel leads to next
 //! from the installed one). Gathering does the I/O; building and rendering the report are pure.
+//!
+//! OperatorGroups are listed too, because the one dead end real OLM reports nowhere on the
+//! Subscription is a namespace with several of them: OLM's `syncOperatorGroups` only marks
+//! each group `MultipleOperatorGroup=True MultipleOperatorGroupsFound` and resolves nothing, and
+//! a CSV created there fails with `TooManyOperatorGroups`. Both go under NEEDS ATTENTION with
+//! the fix. A `ResolutionFailed ConstraintsNotSatisfiable` that OLM left behind after replacing
+//! a CSV (see [`crate::assess::replacement_leftover`]) is a note, not something to act on.
 
+use crate::assess::{Snapshot, replacement_leftover};
 use crate::client::{Cluster, ClusterError};
+use crate::install_mode::Targets;
 use crate::olm::{
-    Condition, Csv, InstallPlan, Subscription, csv_resource, install_plan_resource,
-    subscription_resource,
+    Condition, Csv, InstallPlan, OperatorGroup, Subscription, csv_resource, install_plan_resource,
+    operator_group_resource, subscription_resource,
 };
 use crate::table::Table;
 use serde::Serialize;
@@ -104,6 +113,36 @@ pub struct CsvRow {
     pub message: String,
 }
 
+/// What `status` shows about one OperatorGroup.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorGroupRow {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// `spec.targetNamespaces` (empty with no selector: all namespaces).
+    pub target_namespaces: Vec<String>,
+    /// Whether `spec.selector` chooses the targets.
+    pub selector: bool,
+    /// The namespaces OLM resolved (`status.namespaces`; `""` = all).
+    pub namespaces: Vec<String>,
+    /// Conditions.
+    pub conditions: Vec<Condition>,
+}
+
+impl OperatorGroupRow {
+    fn targets(&self) -> String {
+        if self.selector {
+            "(label selector)".into()
+        } else if self.target_namespaces.is_empty() {
+            "(all namespaces)".into()
+        } else {
+            self.target_namespaces.join(",")
+        }
+    }
+}
+
 /// The whole report.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -116,21 +155,87 @@ pub struct StatusReport {
     pub install_plans: Vec<InstallPlanRow>,
     /// CSVs (copies OLM makes in target namespaces are left out).
     pub cluster_service_versions: Vec<CsvRow>,
+    /// OperatorGroups.
+    pub operator_groups: Vec<OperatorGroupRow>,
     /// Copied CSVs left out.
     pub copied_csvs_hidden: usize,
     /// Things that need attention, one line each.
     pub attention: Vec<String>,
+    /// Things worth knowing that need no action (OLM's leftovers), one line each.
+    pub notes: Vec<String>,
 }
 
-/// Reads the three kinds from the cluster.
-pub async fn gather(
-    cluster: &Cluster,
-    namespace: Option<&str>,
-) -> Result<(Vec<Subscription>, Vec<InstallPlan>, Vec<Csv>), ClusterError> {
-    let subs = cluster.list(&subscription_resource(), namespace).await?;
-    let ips = cluster.list(&install_plan_resource(), namespace).await?;
-    let csvs = cluster.list(&csv_resource(), namespace).await?;
-    Ok((subs, ips, csvs))
+/// The objects `status` reads.
+#[derive(Clone, Debug, Default)]
+pub struct Gathered {
+    /// Subscriptions.
+    pub subscriptions: Vec<Subscription>,
+    /// InstallPlans.
+    pub install_plans: Vec<InstallPlan>,
+    /// CSVs.
+    pub csvs: Vec<Csv>,
+    /// OperatorGroups.
+    pub operator_groups: Vec<OperatorGroup>,
+}
+
+/// Reads the four kinds from the cluster.
+pub async fn gather(cluster: &Cluster, namespace: Option<&str>) -> Result<Gathered, ClusterError> {
+    Ok(Gathered {
+        subscriptions: cluster.list(&subscription_resource(), namespace).await?,
+        install_plans: cluster.list(&install_plan_resource(), namespace).await?,
+        csvs: cluster.list(&csv_resource(), namespace).await?,
+        operator_groups: cluster.list(&operator_group_resource(), namespace).await?,
+    })
+}
+
+/// OperatorGroup rows, and what needs attention: several groups in one namespace (OLM then
+/// resolves nothing there) or a group OLM flagged `MultipleOperatorGroupsFound`.
+fn operator_group_rows(
+    groups: &[OperatorGroup],
+    attention: &mut Vec<String>,
+) -> Vec<OperatorGroupRow> {
+    let mut by_ns: std::collections::BTreeMap<&str, Vec<&OperatorGroup>> = Default::default();
+    for g in groups {
+        by_ns.entry(&g.metadata.namespace).or_default().push(g);
+    }
+    for (ns, gs) in &by_ns {
+        let flagged = gs.iter().any(|g| g.flagged_multiple());
+        if gs.len() > 1 || flagged {
+            let names: Vec<&str> = gs.iter().map(|g| g.metadata.name.as_str()).collect();
+            let what = if flagged {
+                "OLM marks them MultipleOperatorGroup (MultipleOperatorGroupsFound)"
+            } else {
+                "OLM allows one"
+            };
+            let fix = if gs.len() > 1 {
+                format!(
+                    "keep exactly one: kubectl -n {ns} delete operatorgroup {}",
+                    names[1..].join(" ")
+                )
+            } else {
+                "only one is left: OLM clears the condition on its next sync".to_string()
+            };
+            attention.push(format!(
+                "namespace {ns} has {} OperatorGroup(s) ({}); {what} and installs nothing there: {fix}",
+                gs.len(),
+                names.join(", ")
+            ));
+        }
+    }
+    groups
+        .iter()
+        .map(|g| OperatorGroupRow {
+            namespace: g.metadata.namespace.clone(),
+            name: g.metadata.name.clone(),
+            target_namespaces: match Targets::of(g) {
+                Targets::Namespaces(ns) => ns,
+                _ => Vec::new(),
+            },
+            selector: Targets::of(g) == Targets::Selector,
+            namespaces: g.status.namespaces.clone(),
+            conditions: g.status.conditions.clone(),
+        })
+        .collect()
 }
 
 fn sorted_by_ns_name<T>(mut v: Vec<T>, key: impl Fn(&T) -> (String, String)) -> Vec<T> {
@@ -138,14 +243,66 @@ fn sorted_by_ns_name<T>(mut v: Vec<T>, key: impl Fn(&T) -> (String, String)) -> 
     v
 }
 
+/// Attention items and notes from a Subscription's true conditions. A `ConstraintsNotSatisfiable`
+/// left over from a replacement is a note ([`replacement_leftover`]).
+fn condition_lines(
+    s: &Subscription,
+    conditions: &[Condition],
+    csvs: &[Csv],
+    attention: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) {
+    for c in conditions {
+        if c.type_ == "ResolutionFailed" && c.reason == "ConstraintsNotSatisfiable" {
+            let snap = Snapshot {
+                subscription: Some(s.clone()),
+                csvs: csvs
+                    .iter()
+                    .filter(|c| c.metadata.namespace == s.metadata.namespace)
+                    .cloned()
+                    .collect(),
+                ..Default::default()
+            };
+            if let Some(old) = replacement_leftover(c, &snap) {
+                notes.push(format!(
+                    "Subscription {}/{}: ResolutionFailed (ConstraintsNotSatisfiable) about {old} is left over from its replacement (OLM sets it while a CSV is replaced and clears it on its next resolution); nothing to do",
+                    s.metadata.namespace, s.metadata.name
+                ));
+                continue;
+            }
+        }
+        if matches!(
+            c.type_.as_str(),
+            "ResolutionFailed"
+                | "CatalogSourcesUnhealthy"
+                | "InstallPlanFailed"
+                | "InstallPlanMissing"
+                | "BundleUnpackFailed"
+                | "Deprecated"
+        ) {
+            attention.push(format!(
+                "Subscription {}/{}: {} ({}): {}",
+                s.metadata.namespace, s.metadata.name, c.type_, c.reason, c.message
+            ));
+        }
+    }
+}
+
 /// Builds the report (pure).
 pub fn build_report(
     namespace: Option<&str>,
-    subs: Vec<Subscription>,
-    ips: Vec<InstallPlan>,
-    csvs: Vec<Csv>,
+    gathered: Gathered,
     oracle: Option<&dyn UpgradeOracle>,
 ) -> StatusReport {
+    let Gathered {
+        subscriptions: subs,
+        install_plans: ips,
+        csvs,
+        operator_groups,
+    } = gathered;
+    let groups = sorted_by_ns_name(operator_groups, |g| {
+        (g.metadata.namespace.clone(), g.metadata.name.clone())
+    });
     let subs = sorted_by_ns_name(subs, |s| {
         (s.metadata.namespace.clone(), s.metadata.name.clone())
     });
@@ -156,6 +313,7 @@ pub fn build_report(
         (c.metadata.namespace.clone(), c.metadata.name.clone())
     });
     let mut attention = Vec::new();
+    let mut notes = Vec::new();
 
     let mut sub_rows = Vec::new();
     for s in &subs {
@@ -192,22 +350,7 @@ pub fn build_report(
             .filter(|c| c.is_true())
             .cloned()
             .collect();
-        for c in &conditions {
-            if matches!(
-                c.type_.as_str(),
-                "ResolutionFailed"
-                    | "CatalogSourcesUnhealthy"
-                    | "InstallPlanFailed"
-                    | "InstallPlanMissing"
-                    | "BundleUnpackFailed"
-                    | "Deprecated"
-            ) {
-                attention.push(format!(
-                    "Subscription {}/{}: {} ({}): {}",
-                    s.metadata.namespace, s.metadata.name, c.type_, c.reason, c.message
-                ));
-            }
-        }
+        condition_lines(s, &conditions, &csvs, &mut attention, &mut notes);
         sub_rows.push(SubscriptionRow {
             namespace: s.metadata.namespace.clone(),
             name: s.metadata.name.clone(),
@@ -266,9 +409,15 @@ pub fn build_report(
             continue;
         }
         if c.status.phase == "Failed" {
+            let ns = &c.metadata.namespace;
+            let fix = if c.status.reason == "TooManyOperatorGroups" {
+                format!("; keep exactly one OperatorGroup: kubectl -n {ns} get operatorgroups")
+            } else {
+                String::new()
+            };
             attention.push(format!(
-                "ClusterServiceVersion {}/{} failed ({}): {}",
-                c.metadata.namespace, c.metadata.name, c.status.reason, c.status.message
+                "ClusterServiceVersion {ns}/{} failed ({}): {}{fix}",
+                c.metadata.name, c.status.reason, c.status.message
             ));
         }
         csv_rows.push(CsvRow {
@@ -284,13 +433,16 @@ pub fn build_report(
         });
     }
 
+    let operator_groups = operator_group_rows(&groups, &mut attention);
     StatusReport {
         namespace: namespace.map(String::from),
         subscriptions: sub_rows,
         install_plans: ip_rows,
         cluster_service_versions: csv_rows,
+        operator_groups,
         copied_csvs_hidden: hidden,
         attention,
+        notes,
     }
 }
 
@@ -416,6 +568,39 @@ pub fn render_text(r: &StatusReport) -> String {
             r.copied_csvs_hidden
         ));
     }
+    out.push_str("\nOPERATORGROUPS\n");
+    if r.operator_groups.is_empty() {
+        out.push_str(&format!("No OperatorGroups found {where_}.\n"));
+    } else {
+        let mut t = headers(all, &["NAME", "TARGET NAMESPACES", "CONDITIONS"]);
+        for g in &r.operator_groups {
+            let conds: Vec<String> = g
+                .conditions
+                .iter()
+                .map(|c| format!("{}={} ({})", c.type_, c.status, c.reason))
+                .collect();
+            t.push(with_ns(
+                all,
+                &g.namespace,
+                vec![
+                    g.name.clone(),
+                    g.targets(),
+                    if conds.is_empty() {
+                        "-".into()
+                    } else {
+                        conds.join(", ")
+                    },
+                ],
+            ));
+        }
+        out.push_str(&t.render());
+    }
+    if !r.notes.is_empty() {
+        out.push_str("\nNOTES\n");
+        for n in &r.notes {
+            out.push_str(&format!("- {n}\n"));
+        }
+    }
     if !r.attention.is_empty() {
         out.push_str("\nNEEDS ATTENTION\n");
         for a in &r.attention {
@@ -521,6 +706,102 @@ mod tests {
         }
     }
 
+    fn group(ns: &str, name: &str, flagged: bool) -> OperatorGroup {
+        OperatorGroup {
+            metadata: Meta {
+                name: name.into(),
+                namespace: ns.into(),
+                ..Default::default()
+            },
+            status: OperatorGroupStatus {
+                namespaces: vec!["".into()],
+                conditions: if flagged {
+                    vec![Condition {
+                        type_: MULTIPLE_OPERATOR_GROUPS_CONDITION.into(),
+                        status: "True".into(),
+                        reason: MULTIPLE_OPERATOR_GROUPS_REASON.into(),
+                        message: "Multiple OperatorGroup found in the same namespace".into(),
+                        last_transition_time: None,
+                    }]
+                } else {
+                    vec![]
+                },
+            },
+            ..Default::default()
+        }
+    }
+
+    /// The end of the two-operatorgroups trace: both groups flagged, the Subscription silent.
+    #[test]
+    fn several_operator_groups_need_attention_with_the_fix() {
+        let mut s = sub("memcached-operator", "", "", None);
+        s.status.state = String::new();
+        let r = build_report(
+            Some("ops"),
+            Gathered {
+                subscriptions: vec![s],
+                operator_groups: vec![group("ops", "og", true), group("ops", "og-2", true)],
+                ..Default::default()
+            },
+            None,
+        );
+        assert_eq!(r.operator_groups.len(), 2);
+        assert_eq!(r.attention.len(), 1, "{:?}", r.attention);
+        assert!(r.attention[0].contains("MultipleOperatorGroupsFound"));
+        assert!(r.attention[0].contains("kubectl -n ops delete operatorgroup og-2"));
+        let text = render_text(&r);
+        assert!(
+            text.contains("og-2   (all namespaces)    MultipleOperatorGroup=True (MultipleOperatorGroupsFound)"),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+        assert_eq!(
+            json["operatorGroups"][1]["conditions"][0]["reason"],
+            MULTIPLE_OPERATOR_GROUPS_REASON
+        );
+    }
+
+    /// The end of the install-manual-then-approve trace: the replaced CSV is gone, the
+    /// condition about it stays. A note, not an attention item.
+    #[test]
+    fn a_resolution_failure_left_over_from_a_replacement_is_a_note() {
+        let mut s = sub("memcached-operator", "m.v0.3.0", "m.v0.3.0", None);
+        s.status.conditions = vec![Condition {
+            type_: "ResolutionFailed".into(),
+            status: "True".into(),
+            reason: "ConstraintsNotSatisfiable".into(),
+            message: "constraints not satisfiable: clusterserviceversion m.v0.1.0 exists and is not referenced by a subscription, subscription memcached-operator exists".into(),
+            last_transition_time: None,
+        }];
+        let mut r = build_report(
+            Some("ops"),
+            Gathered {
+                subscriptions: vec![s.clone()],
+                csvs: vec![csv("m.v0.3.0", "0.3.0", "m.v0.1.0", "Succeeded")],
+                operator_groups: vec![group("ops", "og", false)],
+                ..Default::default()
+            },
+            None,
+        );
+        assert!(r.attention.is_empty(), "{:?}", r.attention);
+        assert!(r.notes[0].contains("left over"), "{:?}", r.notes);
+        // The same condition about a CSV that is installed on its own is a real problem.
+        r = build_report(
+            Some("ops"),
+            Gathered {
+                subscriptions: vec![s],
+                csvs: vec![
+                    csv("m.v0.3.0", "0.3.0", "m.v0.1.0", "Succeeded"),
+                    csv("m.v0.1.0", "0.1.0", "", "Succeeded"),
+                ],
+                ..Default::default()
+            },
+            None,
+        );
+        assert_eq!(r.attention.len(), 1, "{:?}", r.attention);
+        assert!(r.notes.is_empty());
+    }
+
     #[test]
     fn next_upgrade_from_olm_then_catalog() {
         let ip = InstallPlan {
@@ -541,15 +822,18 @@ mod tests {
         };
         let r = build_report(
             Some("ops"),
-            vec![
-                sub("a", "m.v0.2.0", "m.v0.3.0", Some("install-2")),
-                sub("b", "m.v0.2.0", "m.v0.2.0", None),
-            ],
-            vec![ip],
-            vec![
-                csv("m.v0.2.0", "0.2.0", "m.v0.1.0", "Succeeded"),
-                csv("m.v0.1.0", "0.1.0", "", "Replacing"),
-            ],
+            Gathered {
+                subscriptions: vec![
+                    sub("a", "m.v0.2.0", "m.v0.3.0", Some("install-2")),
+                    sub("b", "m.v0.2.0", "m.v0.2.0", None),
+                ],
+                install_plans: vec![ip],
+                csvs: vec![
+                    csv("m.v0.2.0", "0.2.0", "m.v0.1.0", "Succeeded"),
+                    csv("m.v0.1.0", "0.1.0", "", "Replacing"),
+                ],
+                operator_groups: vec![group("ops", "og", false)],
+            },
             Some(&Fixed),
         );
         let a = &r.subscriptions[0];
@@ -569,9 +853,11 @@ mod tests {
             .insert(COPIED_FROM_LABEL.into(), "ops".into());
         let r = build_report(
             None,
-            vec![sub("a", "m.v0.2.0", "m.v0.2.0", None)],
-            vec![],
-            vec![csv("m.v0.2.0", "0.2.0", "", "Succeeded"), copy],
+            Gathered {
+                subscriptions: vec![sub("a", "m.v0.2.0", "m.v0.2.0", None)],
+                csvs: vec![csv("m.v0.2.0", "0.2.0", "", "Succeeded"), copy],
+                ..Default::default()
+            },
             None,
         );
         assert_eq!(r.copied_csvs_hidden, 1);

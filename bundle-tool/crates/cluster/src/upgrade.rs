@@ -13,7 +13,7 @@ use crate::names::{InvalidValueError, check_dns1123_subdomain};
 use crate::olm::{
     InstallPlan, MANAGED_BY_LABEL, Subscription, install_plan_resource, subscription_resource,
 };
-use crate::wait::{WaitSpec, wait};
+use crate::wait::wait;
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
@@ -412,7 +412,7 @@ pub async fn switch_channel(
             },
             true,
         ),
-        SwitchVerdict::FreshInstall { .. } => (Goal::Install, true),
+        SwitchVerdict::FreshInstall { .. } => (Goal::Install { passes: Vec::new() }, true),
         SwitchVerdict::Unknown => (
             Goal::Reach {
                 from: Some(plan.installed.clone()),
@@ -421,7 +421,9 @@ pub async fn switch_channel(
             },
             true,
         ),
-        SwitchVerdict::AtHead | SwitchVerdict::NoPath { .. } => (Goal::Install, false),
+        SwitchVerdict::AtHead | SwitchVerdict::NoPath { .. } => {
+            (Goal::Install { passes: Vec::new() }, false)
+        }
     };
     if !wait_needed {
         return Ok((
@@ -431,15 +433,13 @@ pub async fn switch_channel(
             }),
         ));
     }
-    let spec = WaitSpec {
-        namespace: namespace.into(),
-        subscription: sub.metadata.name.clone(),
+    let spec = settings.spec(
+        namespace,
+        &sub.metadata.name,
         goal,
         baseline,
-        stop_at_approval: sub.approval() == "Manual",
-        timeout: settings.timeout,
-        poll_interval: settings.poll_interval,
-    };
+        sub.approval() == "Manual",
+    );
     let w = wait(cluster, &spec, &mut |l| on_event(Event::Progress(l))).await?;
     Ok((plan, Some(outcome_of(w, settings.timeout))))
 }
@@ -621,19 +621,17 @@ pub async fn approve(
     let mut baseline = Baseline::of(Some(sub));
     baseline.install_plan = None;
     let installed = sub.status.installed_csv.clone();
-    let spec = WaitSpec {
-        namespace: namespace.into(),
-        subscription: sub.metadata.name.clone(),
-        goal: Goal::Reach {
+    let spec = settings.spec(
+        namespace,
+        &sub.metadata.name,
+        Goal::Reach {
             from: (!installed.is_empty()).then_some(installed),
             target: Some(plan.target.clone()),
             settle: false,
         },
         baseline,
-        stop_at_approval: false,
-        timeout: settings.timeout,
-        poll_interval: settings.poll_interval,
-    };
+        false,
+    );
     let w = wait(cluster, &spec, &mut |l| on_event(Event::Progress(l))).await?;
     Ok((plan, outcome_of(w, settings.timeout)))
 }

@@ -1,16 +1,22 @@
 //! Waiting for OLM: poll the Subscription and what it points at until [`crate::assess`] says
 //! done, failed, or needs approval, or until the deadline.
 //!
-//! Polling by name (a handful of GETs per interval) rather than watching whole namespaces keeps
-//! the load on the API server independent of how busy the namespace is and works the same on
-//! every API server. Each object's progress line is reported only when it changes, so the user
-//! sees a short log of state transitions, not a wall of repeats.
+//! Polling (a handful of GETs and two namespace lists per interval) rather than watching keeps
+//! the load on the API server low and works the same on every API server. Each object's
+//! progress line is reported only when it changes, so the user sees a short log of state
+//! transitions, not a wall of repeats.
+//!
+//! Real OLM is not monotonic (recorded in `tests/fixtures/olm-traces/`): a CSV that reached
+//! `Succeeded` often goes back to `Pending` (`NeedsReinstall`, `NeedsCertRotation`) within a
+//! second, and `ResolutionFailed ErrorPreventedResolution` clears once a catalog becomes
+//! reachable. So a success must hold for [`WaitSpec::settle`] before the wait ends, and a
+//! [`Verdict::Blocked`] becomes a failure only after [`WaitSpec::resolution_grace`].
 
-use crate::assess::{Baseline, Goal, Snapshot, Verdict, assess, describe};
+use crate::assess::{Baseline, Failure, Goal, Snapshot, Verdict, assess, describe};
 use crate::client::{Cluster, ClusterError};
 use crate::olm::{
-    CatalogSource, Csv, InstallPlan, Subscription, catalog_source_resource, csv_resource,
-    install_plan_resource, subscription_resource,
+    CatalogSource, Csv, InstallPlan, OperatorGroup, Subscription, catalog_source_resource,
+    csv_resource, install_plan_resource, operator_group_resource, subscription_resource,
 };
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -33,6 +39,10 @@ pub struct WaitSpec {
     pub timeout: Duration,
     /// Time between polls.
     pub poll_interval: Duration,
+    /// How long a success must hold before the wait ends (zero: at once).
+    pub settle: Duration,
+    /// How long OLM may stay blocked (`ErrorPreventedResolution`) before it is a failure.
+    pub resolution_grace: Duration,
 }
 
 /// How the wait ended.
@@ -96,17 +106,62 @@ pub async fn snapshot(
             .get(&catalog_source_resource(), Some(ns), &sub.spec.source)
             .await?
     };
+    let csvs: Vec<Csv> = cluster.list(&csv_resource(), Some(namespace)).await?;
+    let operator_groups: Vec<OperatorGroup> = cluster
+        .list(&operator_group_resource(), Some(namespace))
+        .await?;
     Ok(Snapshot {
         subscription: Some(sub),
         install_plan,
         csv,
         installed_csv,
         catalog_source,
+        csvs: csvs.into_iter().filter(|c| !c.is_copy()).collect(),
+        operator_groups: Some(operator_groups),
     })
 }
 
 /// Transport errors tolerated in a row before giving up (an API server restart, a blip).
 const MAX_CONSECUTIVE_ERRORS: u32 = 5;
+
+/// Tracks how long a verdict has held, to tell a settled state from a passing one.
+#[derive(Debug, Default)]
+struct Streak {
+    /// What was seen (see [`Streak::key`]) and since when, in a row.
+    current: Option<(String, Instant)>,
+}
+
+impl Streak {
+    /// What must stay the same: the whole verdict, except that a block stays a block while
+    /// its details (the catalog's connection state, OLM's message) change.
+    fn key(v: &Verdict) -> String {
+        match v {
+            Verdict::Blocked(_) => "blocked".into(),
+            other => format!("{other:?}"),
+        }
+    }
+
+    /// Records `v` seen at `now`; returns how long the same verdict has held.
+    fn observe(&mut self, v: &Verdict, now: Instant) -> Duration {
+        let key = Self::key(v);
+        match &self.current {
+            Some((seen, since)) if *seen == key => now - *since,
+            _ => {
+                self.current = Some((key, now));
+                Duration::ZERO
+            }
+        }
+    }
+}
+
+fn persisted(f: Failure, held: Duration) -> Verdict {
+    let mut f = f;
+    f.details.push(format!(
+        "(unchanged for {:.0}s while waiting; OLM retries, but nothing changed)",
+        held.as_secs_f64()
+    ));
+    Verdict::Failed(f)
+}
 
 /// Polls until the goal is reached, fails, needs approval, or times out. `on_line` receives
 /// one line per change of an object's state, prefixed with the elapsed time.
@@ -120,6 +175,7 @@ pub async fn wait(
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let mut last = Snapshot::default();
     let mut errors = 0u32;
+    let mut streak = Streak::default();
     loop {
         match snapshot(cluster, &spec.namespace, &spec.subscription).await {
             Ok(snap) => {
@@ -132,8 +188,20 @@ pub async fn wait(
                     }
                 }
                 let verdict = assess(&spec.goal, &spec.baseline, &snap, spec.stop_at_approval);
-                if verdict != Verdict::Pending {
-                    return Ok(WaitOutcome::Done(verdict, Box::new(snap)));
+                let held = streak.observe(&verdict, Instant::now());
+                match verdict {
+                    Verdict::Pending => {}
+                    Verdict::Succeeded { .. } | Verdict::NoChange { .. } => {
+                        if held >= spec.settle {
+                            return Ok(WaitOutcome::Done(verdict, Box::new(snap)));
+                        }
+                    }
+                    Verdict::Blocked(f) => {
+                        if held >= spec.resolution_grace {
+                            return Ok(WaitOutcome::Done(persisted(f, held), Box::new(snap)));
+                        }
+                    }
+                    other => return Ok(WaitOutcome::Done(other, Box::new(snap))),
                 }
                 last = snap;
             }
@@ -148,5 +216,59 @@ pub async fn wait(
             return Ok(WaitOutcome::TimedOut(Box::new(last)));
         }
         tokio::time::sleep(spec.poll_interval.min(deadline - now)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocked(detail: &str) -> Verdict {
+        Verdict::Blocked(Failure {
+            summary: "OLM cannot reach the catalog".into(),
+            details: vec![detail.into()],
+            hints: vec![],
+        })
+    }
+
+    #[test]
+    fn a_block_persists_while_its_details_change_and_ends_when_it_clears() {
+        let t0 = Instant::now();
+        let mut s = Streak::default();
+        s.observe(&blocked("connection IDLE"), t0);
+        // The catalog went from IDLE to TRANSIENT_FAILURE (catalog-unreachable trace): still
+        // the same block.
+        assert_eq!(
+            s.observe(
+                &blocked("connection TRANSIENT_FAILURE"),
+                t0 + Duration::from_secs(3)
+            ),
+            Duration::from_secs(3)
+        );
+        // OLM resolved once the catalog answered: the block is over, a later one starts anew.
+        s.observe(&Verdict::Pending, t0 + Duration::from_secs(4));
+        assert_eq!(
+            s.observe(&blocked("x"), t0 + Duration::from_secs(5)),
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn a_streak_measures_how_long_the_same_verdict_held() {
+        let t0 = Instant::now();
+        let mut s = Streak::default();
+        let ok = Verdict::Succeeded { csv: "a".into() };
+        assert_eq!(s.observe(&ok, t0), Duration::ZERO);
+        assert_eq!(
+            s.observe(&ok, t0 + Duration::from_secs(2)),
+            Duration::from_secs(2)
+        );
+        // A regression (the CSV went back to Pending) restarts the clock.
+        s.observe(&Verdict::Pending, t0 + Duration::from_secs(3));
+        assert_eq!(s.observe(&ok, t0 + Duration::from_secs(4)), Duration::ZERO);
+        assert_eq!(
+            s.observe(&ok, t0 + Duration::from_secs(5)),
+            Duration::from_secs(1)
+        );
     }
 }

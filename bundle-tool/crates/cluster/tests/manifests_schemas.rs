@@ -8,6 +8,7 @@
 
 use olmkit_cluster::catalog_view::PackageView;
 use olmkit_cluster::install::{InstallRequest, plan_install};
+use olmkit_cluster::install_mode::OperatorGroupMode;
 use olmkit_cluster::manifests::{Approval, render_yaml};
 use olmkit_cluster::olmv1::BundleFacts;
 use olmkit_cluster::olmv1::manifests::{V1Params, v1_manifests};
@@ -164,7 +165,66 @@ fn request(package: &str, channel: Option<&str>) -> InstallRequest {
         publisher: None,
         poll_interval: "10m".into(),
         security_context_config: None,
+        // These tests check the OperatorGroup too, in namespace operators.
+        operator_group_mode: OperatorGroupMode::Create,
     }
+}
+
+/// `install --print` knows nothing of the cluster: in `operators` (upstream OLM) and
+/// `openshift-operators` (OpenShift), which come with OperatorGroup `global-operators`, it
+/// prints none and says so; elsewhere it prints ours; `create`/`skip` force either way.
+#[test]
+fn printing_for_a_well_known_namespace_leaves_the_operator_group_out() {
+    let cat = catalog("memcached-operator");
+    let kinds = |req: &InstallRequest| -> (Vec<String>, Vec<String>) {
+        let plan = plan_install(req, Some(&cat), None).unwrap();
+        let kinds = plan
+            .objects
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap().to_string())
+            .collect();
+        (kinds, plan.notes)
+    };
+    for ns in ["operators", "openshift-operators"] {
+        let mut req = request("memcached-operator", None);
+        req.namespace = ns.into();
+        req.operator_group_mode = OperatorGroupMode::Auto;
+        let (k, notes) = kinds(&req);
+        assert_eq!(k, ["Namespace", "CatalogSource", "Subscription"]);
+        assert!(
+            notes[0].contains("OperatorGroup global-operators"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[1].contains("--operator-group-mode create"),
+            "{notes:?}"
+        );
+        req.operator_group_mode = OperatorGroupMode::Create;
+        assert!(kinds(&req).0.contains(&"OperatorGroup".to_string()));
+    }
+    let mut req = request("memcached-operator", None);
+    req.namespace = "memcached".into();
+    req.operator_group_mode = OperatorGroupMode::Auto;
+    assert!(kinds(&req).0.contains(&"OperatorGroup".to_string()));
+    req.operator_group_mode = OperatorGroupMode::Skip;
+    let (k, notes) = kinds(&req);
+    assert!(!k.contains(&"OperatorGroup".to_string()));
+    assert!(
+        notes.iter().any(|n| n.contains("must have exactly one")),
+        "{notes:?}"
+    );
+    // An operator that global-operators cannot run (OwnNamespace only) is refused, not
+    // printed with manifests OLM would not install.
+    let own = catalog("ownns-operator");
+    let mut req = request("ownns-operator", None);
+    req.operator_group_mode = OperatorGroupMode::Auto;
+    let err = plan_install(&req, Some(&own), None).unwrap_err();
+    assert!(err.to_string().contains("global-operators"), "{err}");
+    // Applying with skip into a namespace without one is refused.
+    let mut req = request("memcached-operator", None);
+    req.operator_group_mode = OperatorGroupMode::Skip;
+    let err = plan_install(&req, Some(&cat), Some(&[][..])).unwrap_err();
+    assert!(err.to_string().contains("no OperatorGroup"), "{err}");
 }
 
 #[test]

@@ -92,12 +92,13 @@ impl BundleFacts {
     /// `opm render` would).
     pub fn from_bundle_dir(dir: &olmkit_bundle::Bundle) -> Result<Self, ReadBundleFactsError> {
         let origin = dir.root.display().to_string();
+        // opm's rules, with one olm.csv.metadata instead of every manifest embedded.
+        let mut options = olmkit_catalog::render::RenderOptions::opm();
+        options.bundle_objects = false;
         let rendered = olmkit_catalog::render::render_bundle(
             dir,
             "bundle-image.invalid/placeholder:latest",
-            &olmkit_catalog::render::RenderOptions {
-                bundle_objects: false,
-            },
+            &options,
         )?;
         let mut csv = None;
         let mut objects = Vec::new();
