@@ -1,6 +1,9 @@
 //! Bundle generation from the memcached fixture project: snapshots of the generated
 //! artifacts, OLM schema conformance, idempotence, preservation of the base CSV's content,
-//! and errors that name the input document and field.
+//! and errors that name the input document and field. Then operator-sdk compatibility: each
+//! improvement turned off follows operator-sdk's rule, extra service accounts, every kind
+//! operator-registry accepts, base and version choice, `upstream_compat` shapes, the sdk file
+//! layout and its writer (foreign files and metadata kept).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -569,8 +572,475 @@ mod fuzz {
             files.insert("manifests/csv.yaml".to_string(), serde_json::to_vec(&csv).unwrap());
             files.insert("metadata/annotations.yaml".to_string(), ann);
             if let Ok(b) = olmkit_bundle::load::bundle_from_files(Path::new("fuzz"), &files) {
-                let _ = validate_bundle(&b, Some(&b), &ValidateOptions { suites: [olmkit_bundle::Suite::OperatorHub, olmkit_bundle::Suite::GoodPractices].into() });
+                let _ = validate_bundle(&b, Some(&b), &ValidateOptions { suites: [olmkit_bundle::Suite::OperatorHub, olmkit_bundle::Suite::GoodPractices].into(), ..Default::default() });
             }
         }
     }
+}
+
+// --- operator-sdk compatibility: settings, improvements, layouts, writing ---
+
+use olmkit_bundle::generate::{
+    FileLayout, GenerateOptions, Improvement, Improvements, Settings, generate_bundle_with,
+};
+use olmkit_bundle::write::{SdkWrite, metadata_exists};
+
+/// A small operator: two containers with RELATED_IMAGE_ variables, a Role bound twice to the
+/// operator's account, and a binding shared with another account.
+const SMALL: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: op, labels: {app: op}}
+spec:
+  selector: {matchLabels: {app: op}}
+  template:
+    metadata: {labels: {app: op}}
+    spec:
+      serviceAccountName: op-sa
+      containers:
+      - name: manager
+        image: quay.io/x/op:1
+        env:
+        - {name: RELATED_IMAGE_DB, value: "quay.io/x/db:1"}
+        - {name: RELATED_IMAGE_CACHE, value: "quay.io/x/cache:1"}
+      - name: sidecar
+        image: quay.io/x/side:1
+        env:
+        - {name: RELATED_IMAGE_DB, value: "quay.io/x/db:2"}
+        - {name: RELATED_IMAGE_STORE, value: "quay.io/x/cache:1"}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: op-sa}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: op-role}
+rules:
+- {apiGroups: [""], resources: [configmaps], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: op-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: op-role}
+subjects: [{kind: ServiceAccount, name: op-sa}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: op-b}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: op-role}
+subjects: [{kind: ServiceAccount, name: op-sa}, {kind: ServiceAccount, name: other}]
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: helper}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: helper-role}
+rules:
+- {apiGroups: [""], resources: [secrets], verbs: [list]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: helper-binding}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: helper-role}
+subjects: [{kind: ServiceAccount, name: helper, namespace: ns}]
+"#;
+
+fn small(settings: &Settings) -> olmkit_bundle::GeneratedBundle {
+    let docs = load_manifest_stream("<small>", SMALL.as_bytes()).unwrap();
+    generate_bundle_with(
+        &GenerateInputs {
+            manifests: docs,
+            ..Default::default()
+        },
+        &GenerateOptions {
+            package: Some("op".into()),
+            ..options()
+        },
+        settings,
+    )
+    .unwrap()
+}
+
+fn small_csv(b: &olmkit_bundle::GeneratedBundle) -> Value {
+    olmkit_core::docs::parse_document(
+        "csv",
+        &b.files[&PathBuf::from("manifests/op.clusterserviceversion.yaml")],
+    )
+    .unwrap()
+}
+
+fn upstream() -> Settings {
+    Settings {
+        improvements: Improvements::none(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn improvements_off_follow_operator_sdk_rules() {
+    let ours = small(&Settings::default());
+    let theirs = small(&upstream());
+    let (oc, tc) = (small_csv(&ours), small_csv(&theirs));
+    // applyRoles appends the rules of every binding; ours lists them once.
+    assert_eq!(
+        tc["spec"]["install"]["spec"]["permissions"][0]["rules"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        oc["spec"]["install"]["spec"]["permissions"][0]["rules"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    // SplitCSVPermissionsObjects ships the shared binding unmodified and drops its role.
+    let binding = |b: &olmkit_bundle::GeneratedBundle| {
+        olmkit_core::docs::parse_document(
+            "b",
+            &b.files
+                [&PathBuf::from("manifests/op-b_rbac.authorization.k8s.io_v1_rolebinding.yaml")],
+        )
+        .unwrap()
+    };
+    assert_eq!(binding(&theirs)["subjects"].as_array().unwrap().len(), 2);
+    assert_eq!(binding(&ours)["subjects"].as_array().unwrap().len(), 1);
+    let role = PathBuf::from("manifests/op-role_rbac.authorization.k8s.io_v1_role.yaml");
+    assert!(!theirs.files.contains_key(&role));
+    assert!(ours.files.contains_key(&role));
+    // FindRelatedImages: RELATED_IMAGE_ only; a name for two images gets the container
+    // prefix; an image under two names is listed once, unnamed.
+    assert_eq!(
+        tc["spec"]["relatedImages"],
+        json!([
+            {"image": "quay.io/x/db:1", "name": "op-manager-db"},
+            {"image": "quay.io/x/cache:1", "name": ""},
+            {"image": "quay.io/x/db:2", "name": "op-sidecar-db"},
+        ])
+    );
+    assert!(
+        oc["spec"]["relatedImages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["image"] == "quay.io/x/side:1")
+    );
+    assert!(tc["spec"].get("minKubeVersion").is_none());
+    assert!(
+        tc["metadata"]["annotations"]
+            .get("containerImage")
+            .is_none()
+    );
+    assert!(oc["spec"].get("minKubeVersion").is_some());
+    // No default channel without --default-channel.
+    let ann = |b: &olmkit_bundle::GeneratedBundle| {
+        String::from_utf8(b.files[&PathBuf::from("metadata/annotations.yaml")].clone()).unwrap()
+    };
+    assert!(!ann(&theirs).contains("channel.default"));
+    assert!(ann(&ours).contains("channel.default.v1: stable"));
+    // Each improvement is named for the command line.
+    for i in Improvement::ALL {
+        assert_eq!(Improvement::from_name(i.name()), Some(i));
+    }
+}
+
+#[test]
+fn extra_service_accounts_get_csv_permissions_and_are_not_shipped() {
+    let plain = small(&Settings::default());
+    assert!(
+        plain
+            .files
+            .contains_key(&PathBuf::from("manifests/helper_v1_serviceaccount.yaml"))
+    );
+    let b = small(&Settings {
+        extra_service_accounts: vec!["helper".into()],
+        ..Default::default()
+    });
+    let csv = small_csv(&b);
+    let cperms = csv["spec"]["install"]["spec"]["clusterPermissions"]
+        .as_array()
+        .unwrap();
+    assert_eq!(cperms[0]["serviceAccountName"], "helper");
+    assert_eq!(cperms[0]["rules"][0]["resources"][0], "secrets");
+    for f in [
+        "manifests/helper_v1_serviceaccount.yaml",
+        "manifests/helper-role_rbac.authorization.k8s.io_v1_clusterrole.yaml",
+        "manifests/helper-binding_rbac.authorization.k8s.io_v1_clusterrolebinding.yaml",
+    ] {
+        assert!(!b.files.contains_key(&PathBuf::from(f)), "{f}");
+    }
+}
+
+#[test]
+fn every_kind_operator_registry_supports_is_kept() {
+    let b = stream_with(|docs| {
+        for (kind, api) in [
+            ("ConsoleLink", "console.openshift.io/v1"),
+            ("ConsoleQuickStart", "console.openshift.io/v1"),
+            ("ConsoleCLIDownload", "console.openshift.io/v1"),
+            ("ConsoleYAMLSample", "console.openshift.io/v1"),
+            ("ConsolePlugin", "console.openshift.io/v1"),
+            ("NetworkPolicy", "networking.k8s.io/v1"),
+            ("PodMonitor", "monitoring.coreos.com/v1"),
+            ("PrometheusRule", "monitoring.coreos.com/v1"),
+        ] {
+            let obj = json!({"apiVersion": api, "kind": kind, "metadata": {"name": "x", "namespace": "ns"}, "spec": {}});
+            docs.push(InputDocument {
+                source: "<extra>".into(),
+                index: docs.len() + 1,
+                item: None,
+                object: obj,
+            });
+        }
+    })
+    .unwrap();
+    for f in [
+        "x_console.openshift.io_v1_consolelink.yaml",
+        "x_console.openshift.io_v1_consolequickstart.yaml",
+        "x_console.openshift.io_v1_consoleclidownload.yaml",
+        "x_console.openshift.io_v1_consoleyamlsample.yaml",
+        "x_console.openshift.io_v1_consoleplugin.yaml",
+        "x_networking.k8s.io_v1_networkpolicy.yaml",
+        "x_monitoring.coreos.com_v1_podmonitor.yaml",
+        "x_monitoring.coreos.com_v1_prometheusrule.yaml",
+    ] {
+        let text = file(&b, &format!("manifests/{f}"));
+        assert!(!text.contains("namespace:"), "{f}: namespace stripped");
+    }
+}
+
+#[test]
+fn version_comes_from_the_base_when_not_given_and_base_is_chosen_by_package() {
+    let b = generate_with(
+        stream(),
+        &GenerateOptions {
+            version: String::new(),
+            ..options()
+        },
+    );
+    // The fixture's base CSV is memcached-operator.v0.0.0 with no spec.version... or has one.
+    let base_version = stream()
+        .iter()
+        .find(|d| d.kind() == "ClusterServiceVersion")
+        .and_then(|d| {
+            d.object
+                .pointer("/spec/version")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "0.0.0".into());
+    assert_eq!(b.csv_name, format!("memcached-operator.v{base_version}"));
+
+    // Two CSVs in the stream: the one named <package>.* is the base, as in operator-sdk.
+    let mut docs = stream();
+    let mut other = docs
+        .iter()
+        .find(|d| d.kind() == "ClusterServiceVersion")
+        .unwrap()
+        .clone();
+    other.object["metadata"]["name"] = json!("someone-else.v1.0.0");
+    other.object["spec"]["displayName"] = json!("Not ours");
+    docs.insert(0, other);
+    let b = generate_bundle(
+        &GenerateInputs {
+            manifests: docs.clone(),
+            ..Default::default()
+        },
+        &GenerateOptions {
+            package: Some("memcached-operator".into()),
+            ..options()
+        },
+    )
+    .unwrap();
+    assert_ne!(csv_of(&b)["spec"]["displayName"], "Not ours");
+    assert!(
+        b.notes
+            .iter()
+            .any(|n| n.contains("ignored") && n.contains("someone-else"))
+    );
+    // Without a package to choose by, two bases are an error.
+    let err = generate_bundle(
+        &GenerateInputs {
+            manifests: docs,
+            ..Default::default()
+        },
+        &options(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, GenerateBundleError::ManyBaseCsvs(_)), "{err}");
+}
+
+#[test]
+fn upstream_compat_writes_typed_object_shapes_and_sdk_layout_puts_dockerfile_at_root() {
+    let settings = Settings {
+        improvements: Improvements::none(),
+        upstream_compat: true,
+        layout: FileLayout::Sdk {
+            copy_dir: "bundle".into(),
+        },
+        project_layout: Some("go.kubebuilder.io/v4".into()),
+        ..Default::default()
+    };
+    let docs = stream();
+    let b = generate_bundle_with(
+        &GenerateInputs {
+            manifests: docs,
+            ..Default::default()
+        },
+        &options(),
+        &settings,
+    )
+    .unwrap();
+    let svc = file(
+        &b,
+        "manifests/memcached-operator-webhook-service_v1_service.yaml",
+    );
+    assert!(svc.contains("  creationTimestamp: null\n"), "{svc}");
+    assert!(svc.ends_with("status:\n  loadBalancer: {}\n"), "{svc}");
+    let crd = file(&b, "manifests/cache.example.com_memcacheds.yaml");
+    assert!(crd.contains("status:\n  acceptedNames:\n    kind: \"\"\n    plural: \"\"\n  conditions: null\n  storedVersions: null\n"), "{crd}");
+    let csv = csv_of(&b);
+    assert_eq!(
+        csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["strategy"],
+        json!({})
+    );
+    assert_eq!(
+        csv["metadata"]["annotations"]["operators.operatorframework.io/project_layout"],
+        "go.kubebuilder.io/v4"
+    );
+    assert!(!b.files.contains_key(&PathBuf::from("bundle.Dockerfile")));
+    let df = String::from_utf8(b.root_files[&PathBuf::from("bundle.Dockerfile")].clone()).unwrap();
+    assert!(df.contains("COPY bundle/manifests /manifests/\nCOPY bundle/metadata /metadata/\n"));
+    assert!(df.contains(
+        "LABEL operators.operatorframework.io.metrics.project_layout=go.kubebuilder.io/v4\n"
+    ));
+    let ann = file(&b, "metadata/annotations.yaml");
+    assert!(
+        ann.starts_with("annotations:\n  # Core bundle annotations.\n"),
+        "{ann}"
+    );
+    let sc = file(&b, "tests/scorecard/config.yaml");
+    assert!(
+        sc.ends_with("storage:\n  spec:\n    mountPath: {}\n"),
+        "{sc}"
+    );
+}
+
+#[test]
+fn sdk_write_keeps_foreign_files_and_optionally_the_metadata() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let dir = root.join("bundle");
+    let settings = Settings {
+        layout: FileLayout::Sdk {
+            copy_dir: "bundle".into(),
+        },
+        ..Default::default()
+    };
+    let b = generate_bundle_with(
+        &GenerateInputs {
+            manifests: stream(),
+            ..Default::default()
+        },
+        &options(),
+        &settings,
+    )
+    .unwrap();
+    assert!(!metadata_exists(&dir).unwrap());
+    let w = SdkWrite::new(&b, true);
+    w.commit(root, &dir).unwrap();
+    assert!(metadata_exists(&dir).unwrap());
+    assert!(root.join("bundle.Dockerfile").is_file());
+    std::fs::write(dir.join("metadata/properties.yaml"), "properties: []\n").unwrap();
+    std::fs::write(
+        dir.join("metadata/annotations.yaml"),
+        "annotations:\n  a: b\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("bundle.Dockerfile"), "FROM scratch\n").unwrap();
+    let keep = SdkWrite::new(&b, false);
+    assert!(!keep.root_files.contains_key(Path::new("bundle.Dockerfile")));
+    let merged = keep.merged_tree(&dir).unwrap();
+    assert!(merged.contains_key(Path::new("metadata/properties.yaml")));
+    keep.commit(root, &dir).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("metadata/annotations.yaml")).unwrap(),
+        "annotations:\n  a: b\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("bundle.Dockerfile")).unwrap(),
+        "FROM scratch\n"
+    );
+    assert!(dir.join("metadata/properties.yaml").is_file());
+    w.commit(root, &dir).unwrap();
+    assert_eq!(
+        std::fs::read(dir.join("metadata/annotations.yaml")).unwrap(),
+        b.files[&PathBuf::from("metadata/annotations.yaml")]
+    );
+    assert!(dir.join("metadata/properties.yaml").is_file());
+}
+
+#[test]
+fn unroutable_webhooks_fail_by_default_and_follow_operator_sdk_with_upstream_compat() {
+    let add_hook = |docs: &mut Vec<InputDocument>| {
+        docs.push(InputDocument {
+            source: "<extra>".into(),
+            index: 99,
+            item: None,
+            object: json!({
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": "vcfg"},
+                "webhooks": [
+                    {"name": "vmissing.kb.io", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                     "clientConfig": {"service": {"name": "gone-service", "namespace": "x", "path": "/validate"}}},
+                    {"name": "vurl.kb.io", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                     "clientConfig": {"url": "https://example.com/validate"}},
+                ],
+            }),
+        });
+    };
+    let err = stream_with(add_hook).unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "<extra> document 99 (ValidatingWebhookConfiguration vcfg): webhooks[0].clientConfig.service: Service \"gone-service\" is not in the manifests"
+        ),
+        "{err}"
+    );
+    let mut docs = stream();
+    add_hook(&mut docs);
+    let b = generate_bundle_with(
+        &GenerateInputs {
+            manifests: docs,
+            ..Default::default()
+        },
+        &options(),
+        &Settings {
+            upstream_compat: true,
+            improvements: Improvements::none(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let defs = csv_of(&b)["spec"]["webhookdefinitions"].clone();
+    let find = |name: &str| {
+        defs.as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["generateName"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let missing = find("vmissing.kb.io");
+    assert_eq!(missing["deploymentName"], "gone");
+    assert_eq!(missing["webhookPath"], "/validate");
+    assert!(missing.get("containerPort").is_none());
+    let url = find("vurl.kb.io");
+    assert!(url.get("deploymentName").is_none());
+    assert!(b.notes.iter().any(|n| n.contains("gone-service")));
 }

@@ -3,11 +3,12 @@
 //! Like operator-sdk's collector: CRDs, Deployments, RBAC, Services, ServiceAccounts, webhook
 //! configurations, the base CSV, custom resources of the operator's own CRDs (samples for
 //! `alm-examples`) and a scorecard configuration. Objects of other kinds that OLM can install
-//! from a bundle are passed through; the rest (Namespace, cert-manager objects, ...) are dropped
-//! with a note, since OLM would refuse the bundle. Every field later steps rely on is checked
+//! from a bundle ([`super::supported`]) are passed through; the rest (Namespace, cert-manager
+//! objects, ...) are dropped with a note, since OLM would refuse the bundle. Every field later steps rely on is checked
 //! here, so their errors can name the document and field.
 
 use super::GenerateBundleError;
+use super::supported::{bundle_kinds_list, is_bundle_kind};
 use crate::json::{arr_at, str_at, type_name};
 use crate::kinds;
 use crate::load::InputDocument;
@@ -391,9 +392,123 @@ fn is_scorecard(doc: &InputDocument) -> bool {
             .starts_with("scorecard.operatorframework.io/")
 }
 
-/// Sorts `inputs` by role. Notes say what was dropped and why.
+/// Adds the `--samples` custom resources to the stream's, each of a served version of one of
+/// the manifests' CRDs (else OLM could not show it).
+fn add_samples(c: &mut Collected, samples: &[InputDocument]) -> Result<(), GenerateBundleError> {
+    for doc in samples {
+        if doc.kind().is_empty() || doc.api_version().is_empty() {
+            return Err(GenerateBundleError::invalid(
+                doc,
+                "apiVersion/kind",
+                "a sample must be a custom resource with apiVersion and kind",
+            ));
+        }
+        if c.crd_for(doc.api_version(), doc.kind()).is_none() {
+            return Err(GenerateBundleError::invalid(
+                doc,
+                "apiVersion/kind",
+                format!(
+                    "{} {} is not a served version of any CRD in the manifests, so OLM could not show it as an example",
+                    doc.api_version(),
+                    doc.kind()
+                ),
+            ));
+        }
+        if !c.samples.iter().any(|s| s.object == doc.object) {
+            c.samples.push(doc.clone());
+        }
+    }
+    Ok(())
+}
+
+/// The base CSV: `--base-csv`, else the only CSV of the stream, else among several the first
+/// named `<package>.*` (operator-sdk's `Generator.generate`). Its `metadata` and `spec` must be
+/// mappings.
+fn choose_base(
+    inputs: &super::GenerateInputs,
+    mut csvs: Vec<InputDocument>,
+    package: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Result<Option<InputDocument>, GenerateBundleError> {
+    let mut chosen = None;
+    match (&inputs.base_csv, csvs.len()) {
+        (Some(base), _) => {
+            if base.kind() != kinds::CSV {
+                return Err(GenerateBundleError::invalid(
+                    base,
+                    "kind",
+                    format!(
+                        "the base CSV must be a ClusterServiceVersion, found {:?}",
+                        base.kind()
+                    ),
+                ));
+            }
+            if !csvs.is_empty() {
+                notes.push(format!(
+                    "using --base-csv {}; ignored the ClusterServiceVersion in the stream ({})",
+                    base.source,
+                    csvs.iter()
+                        .map(InputDocument::label)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            chosen = Some(base.clone());
+        }
+        (None, 0) => {}
+        (None, 1) => chosen = csvs.pop(),
+        (None, _) => {
+            let prefix = package.map(|p| format!("{p}."));
+            let matching = prefix
+                .as_deref()
+                .and_then(|pre| csvs.iter().position(|d| d.name().starts_with(pre)));
+            match matching {
+                Some(i) => {
+                    let base = csvs.remove(i);
+                    notes.push(format!(
+                        "using {} as the base CSV; ignored {}",
+                        base.label(),
+                        csvs.iter()
+                            .map(InputDocument::label)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                    chosen = Some(base);
+                }
+                None => {
+                    return Err(GenerateBundleError::ManyBaseCsvs(
+                        csvs.iter()
+                            .map(InputDocument::label)
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(base) = &chosen {
+        for (ptr, field) in [("/metadata", "metadata"), ("/spec", "spec")] {
+            if let Some(v) = base.object.pointer(ptr)
+                && !v.is_object()
+                && !v.is_null()
+            {
+                return Err(GenerateBundleError::invalid(
+                    base,
+                    field,
+                    format!("must be a mapping, found {}", type_name(v)),
+                ));
+            }
+        }
+    }
+    Ok(chosen)
+}
+
+/// Sorts `inputs` by role. Notes say what was dropped and why. `package`, when known, picks
+/// the base among several ClusterServiceVersions: the first named `<package>.*`, as
+/// operator-sdk's `Generator.generate` does.
 pub fn collect(
     inputs: &super::GenerateInputs,
+    package: Option<&str>,
     notes: &mut Vec<String>,
 ) -> Result<Collected, GenerateBundleError> {
     let mut c = Collected::default();
@@ -511,7 +626,7 @@ pub fn collect(
             kind => {
                 if c.crd_for(doc.api_version(), kind).is_some() {
                     c.samples.push(doc);
-                } else if kinds::is_supported(kind) {
+                } else if is_bundle_kind(kind) {
                     c.others.push(doc);
                 } else {
                     dropped
@@ -528,83 +643,13 @@ pub fn collect(
         } else {
             format!(
                 "OLM cannot install {kind} objects from a bundle (supported: {})",
-                kinds::supported_list()
+                bundle_kinds_list()
             )
         };
         notes.push(format!("left out {kind} {}: {why}", names.join(", ")));
     }
-    for doc in &inputs.samples {
-        if doc.kind().is_empty() || doc.api_version().is_empty() {
-            return Err(GenerateBundleError::invalid(
-                doc,
-                "apiVersion/kind",
-                "a sample must be a custom resource with apiVersion and kind",
-            ));
-        }
-        if c.crd_for(doc.api_version(), doc.kind()).is_none() {
-            return Err(GenerateBundleError::invalid(
-                doc,
-                "apiVersion/kind",
-                format!(
-                    "{} {} is not a served version of any CRD in the manifests, so OLM could not show it as an example",
-                    doc.api_version(),
-                    doc.kind()
-                ),
-            ));
-        }
-        if !c.samples.iter().any(|s| s.object == doc.object) {
-            c.samples.push(doc.clone());
-        }
-    }
-    match (&inputs.base_csv, csvs.len()) {
-        (Some(base), _) => {
-            if base.kind() != kinds::CSV {
-                return Err(GenerateBundleError::invalid(
-                    base,
-                    "kind",
-                    format!(
-                        "the base CSV must be a ClusterServiceVersion, found {:?}",
-                        base.kind()
-                    ),
-                ));
-            }
-            if !csvs.is_empty() {
-                notes.push(format!(
-                    "using --base-csv {}; ignored the ClusterServiceVersion in the stream ({})",
-                    base.source,
-                    csvs.iter()
-                        .map(InputDocument::label)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-            c.base_csv = Some(base.clone());
-        }
-        (None, 0) => {}
-        (None, 1) => c.base_csv = csvs.pop(),
-        (None, _) => {
-            return Err(GenerateBundleError::ManyBaseCsvs(
-                csvs.iter()
-                    .map(InputDocument::label)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            ));
-        }
-    }
-    if let Some(base) = &c.base_csv {
-        for (ptr, field) in [("/metadata", "metadata"), ("/spec", "spec")] {
-            if let Some(v) = base.object.pointer(ptr)
-                && !v.is_object()
-                && !v.is_null()
-            {
-                return Err(GenerateBundleError::invalid(
-                    base,
-                    field,
-                    format!("must be a mapping, found {}", type_name(v)),
-                ));
-            }
-        }
-    }
+    add_samples(&mut c, &inputs.samples)?;
+    c.base_csv = choose_base(inputs, csvs, package, notes)?;
     if c.deployments.is_empty() {
         return Err(GenerateBundleError::NoDeployment);
     }

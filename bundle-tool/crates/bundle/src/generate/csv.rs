@@ -9,10 +9,10 @@
 //! operator-sdk's serializer does, so the base's key order does not matter.
 
 use super::GenerateBundleError;
-use super::GenerateOptions;
 use super::collect::{Collected, Crd};
 use super::rbac::{Permission, RbacSplit};
 use super::webhooks::{OLM_CERT_MOUNT_PATHS, Webhooks};
+use super::{GenerateOptions, Improvement, Settings};
 use crate::json::{arr_at, as_obj_mut, child_obj, obj_at, str_at, string_map};
 use crate::naming::csv_name;
 use serde_json::{Map, Value, json};
@@ -307,66 +307,81 @@ fn implied_min_kube_version(c: &Collected, hooks: &Webhooks) -> &'static str {
     v
 }
 
-/// Builds the CSV.
-#[allow(clippy::too_many_arguments)]
-pub fn build(
+/// The CSV to start from: the base, or a generated one when the input has none (operator-sdk's
+/// `bases.New` under `upstream_compat`, a smaller one otherwise).
+fn starting_csv(
     c: &Collected,
-    rbac: &RbacSplit,
-    hooks: &Webhooks,
-    options: &GenerateOptions,
+    settings: &Settings,
     package: &str,
-    version: &semver::Version,
     notes: &mut Vec<String>,
-) -> Result<Value, GenerateBundleError> {
-    let mut csv = match &c.base_csv {
+) -> Value {
+    match &c.base_csv {
         Some(b) => b.object.clone(),
+        None if settings.upstream_compat => {
+            notes.push(format!(
+                "no base CSV in the input: generated operator-sdk's default base; add config/manifests/bases/{package}.clusterserviceversion.yaml with a description, icon, maintainers and links"
+            ));
+            super::upstream::default_base(package)
+        }
         None => {
             notes.push(format!(
                 "no base CSV in the input: generated a minimal one (display name {package:?}); add config/manifests/bases/{package}.clusterserviceversion.yaml with a description, icon, maintainers and links"
             ));
             minimal_base(package)
         }
-    };
-    let base = csv.clone();
-    let root = as_obj_mut(&mut csv);
-    root.insert(
-        "apiVersion".into(),
-        Value::from("operators.coreos.com/v1alpha1"),
-    );
-    root.insert("kind".into(), Value::from("ClusterServiceVersion"));
-    root.remove("status");
-
-    let meta = child_obj(root, "metadata");
-    meta.insert(
-        "name".into(),
-        Value::from(csv_name(package, &version.to_string())),
-    );
-    for k in ["creationTimestamp", "resourceVersion", "uid", "generation"] {
-        meta.remove(k);
     }
-    let ann = child_obj(meta, "annotations");
-    if !c.samples.is_empty() {
-        let examples: Vec<Value> = c.samples.iter().map(|s| sort_keys(&s.object)).collect();
-        let text = serde_json::to_string_pretty(&examples).map_err(|e| {
-            GenerateBundleError::Render(olmkit_core::docs::RenderDocumentError {
-                what: "alm-examples".into(),
-                message: e.to_string(),
-            })
-        })?;
-        ann.insert("alm-examples".into(), Value::from(text));
+}
+
+/// `alm-examples`: the samples as a pretty JSON array (operator-sdk's `applyCustomResources`).
+fn alm_examples(c: &Collected, settings: &Settings) -> Result<String, GenerateBundleError> {
+    let examples: Vec<Value> = c.samples.iter().map(|s| sort_keys(&s.object)).collect();
+    let text = serde_json::to_string_pretty(&examples).map_err(|e| {
+        GenerateBundleError::Render(olmkit_core::docs::RenderDocumentError {
+            what: "alm-examples".into(),
+            message: e.to_string(),
+        })
+    })?;
+    Ok(if settings.upstream_compat {
+        super::upstream::go_html_escape(&text)
+    } else {
+        text
+    })
+}
+
+/// Sets the metadata annotations generation owns.
+fn annotate(
+    c: &Collected,
+    ann: &mut Map<String, Value>,
+    options: &GenerateOptions,
+    settings: &Settings,
+) -> Result<(), GenerateBundleError> {
+    let defaults = settings.improvements.has(Improvement::CsvDefaults);
+    if !c.samples.is_empty() || !defaults {
+        ann.insert(
+            "alm-examples".into(),
+            Value::from(alm_examples(c, settings)?),
+        );
     } else if !ann.contains_key("alm-examples") {
         ann.insert("alm-examples".into(), Value::from("[]"));
     }
-    ann.entry("capabilities")
-        .or_insert_with(|| Value::from("Basic Install"));
-    if let Some(img) = operator_image(c) {
-        ann.insert("containerImage".into(), Value::from(img));
+    if defaults {
+        ann.entry("capabilities")
+            .or_insert_with(|| Value::from("Basic Install"));
+        if let Some(img) = operator_image(c) {
+            ann.insert("containerImage".into(), Value::from(img));
+        }
     }
     ann.insert("createdAt".into(), Value::from(options.created_at.clone()));
     ann.insert(
         "operators.operatorframework.io/builder".into(),
         Value::from(options.builder.clone()),
     );
+    if let Some(layout) = &settings.project_layout {
+        ann.insert(
+            "operators.operatorframework.io/project_layout".into(),
+            Value::from(layout.clone()),
+        );
+    }
     if let Some(r) = &options.skip_range {
         crate::semver_range::SemverRange::parse(r).map_err(|e| GenerateBundleError::Option {
             flag: "skip-range",
@@ -375,32 +390,25 @@ pub fn build(
         })?;
         ann.insert("olm.skipRange".into(), Value::from(r.clone()));
     }
+    Ok(())
+}
 
-    let spec = child_obj(root, "spec");
-    spec.insert("version".into(), Value::from(version.to_string()));
-    if let Some(r) = &options.replaces {
-        crate::naming::parse_csv_name(r).map_err(|m| GenerateBundleError::Option {
-            flag: "replaces",
-            value: r.clone(),
-            message: m,
-        })?;
-        spec.insert("replaces".into(), Value::from(r.clone()));
-    }
-    if !options.skips.is_empty() {
-        spec.insert(
-            "skips".into(),
-            Value::Array(options.skips.iter().cloned().map(Value::from).collect()),
-        );
-    }
-    if str_at(&Value::Object(spec.clone()), "/displayName").is_none_or(str::is_empty) {
-        spec.insert("displayName".into(), Value::from(package));
-    }
-
+/// `spec.install`: the Deployments and the permissions of their service accounts
+/// (operator-sdk's `applyDeployments`, `applyRoles`, `applyClusterRoles`).
+fn install_strategy(
+    c: &Collected,
+    rbac: &RbacSplit,
+    hooks: &Webhooks,
+    settings: &Settings,
+    notes: &mut Vec<String>,
+) -> Value {
     let mut deployments = Vec::new();
     for d in &c.deployments {
         let mut dspec = d.object.get("spec").cloned().unwrap_or_else(|| json!({}));
         set_watch_namespace(&mut dspec);
-        if hooks.serving_deployments.contains(d.name()) {
+        if settings.improvements.has(Improvement::DropCertMounts)
+            && hooks.serving_deployments.contains(d.name())
+        {
             drop_cert_mounts(d.name(), &mut dspec, notes);
         }
         let mut entry = Map::new();
@@ -424,16 +432,21 @@ pub fn build(
     // must not ship them itself (operator-framework/api rejects it). An account with no rules
     // at all still has to exist for the pods to start, so it gets an empty entry.
     let mut permissions = rbac.permissions.clone();
-    for sa in c.deployment_service_accounts() {
-        let listed = |p: &[Permission]| p.iter().any(|p| p.service_account == sa);
-        if sa != "default" && !listed(&permissions) && !listed(&rbac.cluster_permissions) {
-            notes.push(format!(
-                "service account {sa}: no Role or ClusterRole is bound to it; listed in permissions with no rules so that OLM creates it"
-            ));
-            permissions.push(Permission {
-                service_account: sa,
-                rules: Vec::new(),
-            });
+    if settings
+        .improvements
+        .has(Improvement::ServiceAccountEntries)
+    {
+        for sa in c.deployment_service_accounts() {
+            let listed = |p: &[Permission]| p.iter().any(|p| p.service_account == sa);
+            if sa != "default" && !listed(&permissions) && !listed(&rbac.cluster_permissions) {
+                notes.push(format!(
+                    "service account {sa}: no Role or ClusterRole is bound to it; listed in permissions with no rules so that OLM creates it"
+                ));
+                permissions.push(Permission {
+                    service_account: sa,
+                    rules: Vec::new(),
+                });
+            }
         }
     }
     permissions.sort_by(|a, b| a.service_account.cmp(&b.service_account));
@@ -448,13 +461,115 @@ pub fn build(
     if !permissions.is_empty() {
         install_spec.insert("permissions".into(), permissions_value(&permissions));
     }
+    json!({"spec": Value::Object(install_spec), "strategy": "deployment"})
+}
+
+/// `spec.installModes`: the base's (operator-sdk's defaults when it has none); only
+/// AllNamespaces with a conversion webhook ([`Improvement::ConversionInstallModes`]).
+fn install_modes(
+    spec: &Map<String, Value>,
+    hooks: &Webhooks,
+    settings: &Settings,
+    notes: &mut Vec<String>,
+) -> Value {
+    let modes = spec
+        .get("installModes")
+        .filter(|m| m.as_array().is_some_and(|a| !a.is_empty()))
+        .cloned()
+        .unwrap_or_else(default_install_modes);
+    if !hooks.has_conversion()
+        || !settings
+            .improvements
+            .has(Improvement::ConversionInstallModes)
+    {
+        return modes;
+    }
+    let forced = all_namespaces_only();
+    let supported = |m: &Value| -> BTreeSet<String> {
+        m.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|e| e.get("supported") == Some(&Value::Bool(true)))
+                    .filter_map(|e| str_at(e, "/type").map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    if supported(&modes) != supported(&forced) {
+        notes.push(format!(
+            "install modes: only AllNamespaces is supported, because {} use(s) a conversion webhook: a CRD is cluster-wide, so OLM requires the operator converting it to serve all namespaces (operator-framework/api: \"only AllNamespaces InstallModeType is supported when conversionCRDs is present\")",
+            hooks.conversion_crds.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    forced
+}
+
+/// Builds the CSV.
+#[allow(clippy::too_many_arguments)]
+pub fn build(
+    c: &Collected,
+    rbac: &RbacSplit,
+    hooks: &Webhooks,
+    options: &GenerateOptions,
+    settings: &Settings,
+    package: &str,
+    version: &semver::Version,
+    notes: &mut Vec<String>,
+) -> Result<Value, GenerateBundleError> {
+    let on = |i: Improvement| settings.improvements.has(i);
+    let mut csv = starting_csv(c, settings, package, notes);
+    let base = csv.clone();
+    let root = as_obj_mut(&mut csv);
+    root.insert(
+        "apiVersion".into(),
+        Value::from("operators.coreos.com/v1alpha1"),
+    );
+    root.insert("kind".into(), Value::from("ClusterServiceVersion"));
+    root.remove("status");
+
+    let meta = child_obj(root, "metadata");
+    meta.insert(
+        "name".into(),
+        Value::from(csv_name(package, &version.to_string())),
+    );
+    for k in ["creationTimestamp", "resourceVersion", "uid", "generation"] {
+        meta.remove(k);
+    }
+    annotate(c, child_obj(meta, "annotations"), options, settings)?;
+
+    let spec = child_obj(root, "spec");
+    spec.insert("version".into(), Value::from(version.to_string()));
+    if let Some(r) = &options.replaces {
+        crate::naming::parse_csv_name(r).map_err(|m| GenerateBundleError::Option {
+            flag: "replaces",
+            value: r.clone(),
+            message: m,
+        })?;
+        spec.insert("replaces".into(), Value::from(r.clone()));
+    }
+    if !options.skips.is_empty() {
+        spec.insert(
+            "skips".into(),
+            Value::Array(options.skips.iter().cloned().map(Value::from).collect()),
+        );
+    }
+    if on(Improvement::CsvDefaults)
+        && str_at(&Value::Object(spec.clone()), "/displayName").is_none_or(str::is_empty)
+    {
+        spec.insert("displayName".into(), Value::from(package));
+    }
     spec.insert(
         "install".into(),
-        json!({"spec": Value::Object(install_spec), "strategy": "deployment"}),
+        install_strategy(c, rbac, hooks, settings, notes),
     );
 
     let crds = child_obj(spec, "customresourcedefinitions");
-    crds.insert("owned".into(), owned_crds(&c.crds, &base, notes));
+    let owned = if on(Improvement::CrdDescriptions) {
+        owned_crds(&c.crds, &base, notes)
+    } else {
+        super::upstream::owned_crds(&c.crds, &base)
+    };
+    crds.insert("owned".into(), owned);
     if crds
         .get("owned")
         .and_then(Value::as_array)
@@ -468,42 +583,30 @@ pub fn build(
             "webhookdefinitions".into(),
             Value::Array(hooks.definitions.clone()),
         );
+    } else if !on(Improvement::CsvDefaults) {
+        // operator-sdk's `applyWebhooks` always replaces the list.
+        spec.remove("webhookdefinitions");
     } else if spec.get("webhookdefinitions").is_some_and(|w| !w.is_null()) {
         notes.push(
             "kept webhookdefinitions of the base CSV: the manifests define no webhook configuration and no conversion webhook".into(),
         );
     }
+    let modes = install_modes(spec, hooks, settings, notes);
+    spec.insert("installModes".into(), modes);
 
-    let modes = spec
-        .get("installModes")
-        .filter(|m| m.as_array().is_some_and(|a| !a.is_empty()))
-        .cloned()
-        .unwrap_or_else(default_install_modes);
-    if hooks.has_conversion() {
-        let forced = all_namespaces_only();
-        let supported = |m: &Value| -> BTreeSet<String> {
-            m.as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter(|e| e.get("supported") == Some(&Value::Bool(true)))
-                        .filter_map(|e| str_at(e, "/type").map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        if supported(&modes) != supported(&forced) {
-            notes.push(format!(
-                "install modes: only AllNamespaces is supported, because {} use(s) a conversion webhook: a CRD is cluster-wide, so OLM requires the operator converting it to serve all namespaces (operator-framework/api: \"only AllNamespaces InstallModeType is supported when conversionCRDs is present\")",
-                hooks.conversion_crds.iter().cloned().collect::<Vec<_>>().join(", ")
-            ));
-        }
-        spec.insert("installModes".into(), forced);
+    let images = if on(Improvement::RelatedImages) {
+        related_images(c, &base)
     } else {
-        spec.insert("installModes".into(), modes);
+        super::upstream::related_images(c, notes)
+    };
+    if images.as_array().is_some_and(Vec::is_empty) && !on(Improvement::RelatedImages) {
+        spec.remove("relatedImages");
+    } else {
+        spec.insert("relatedImages".into(), images);
     }
-
-    spec.insert("relatedImages".into(), related_images(c, &base));
-    if str_at(&Value::Object(spec.clone()), "/minKubeVersion").is_none_or(str::is_empty) {
+    if on(Improvement::MinKubeVersion)
+        && str_at(&Value::Object(spec.clone()), "/minKubeVersion").is_none_or(str::is_empty)
+    {
         let v = implied_min_kube_version(c, hooks);
         spec.insert("minKubeVersion".into(), Value::from(v));
         notes.push(format!(
@@ -512,6 +615,9 @@ pub fn build(
     }
     if obj_at(&Value::Object(spec.clone()), "/apiservicedefinitions").is_none() {
         spec.insert("apiservicedefinitions".into(), json!({}));
+    }
+    if settings.upstream_compat {
+        super::upstream::typed_csv(&mut csv);
     }
     Ok(sort_keys(&csv))
 }

@@ -4,7 +4,10 @@
 //! names, `metadata/annotations.yaml` with the `operators.operatorframework.io.bundle.*` keys
 //! plus the metrics and (when a scorecard configuration is given) test keys, a
 //! `bundle.Dockerfile` whose LABELs repeat the annotations, and `tests/scorecard/config.yaml`.
-//! The Dockerfile lives in the bundle directory, so its COPY sources are relative to it.
+//! In the versioned layout the Dockerfile lives in the bundle directory, so its COPY sources
+//! are relative to it; in operator-sdk's layout it is written to the project root with COPY
+//! sources under the bundle directory, and `annotations.yaml` carries operator-sdk's section
+//! comments (operator-sdk `bundleutil` templates).
 //! Every object is written without `metadata.namespace` (OLM installs into the namespace of the
 //! OperatorGroup; operator-sdk strips it too) and with its keys sorted.
 
@@ -12,7 +15,7 @@ use super::collect::Collected;
 use super::csv::sort_keys;
 use super::rbac::RbacSplit;
 use super::webhooks::Webhooks;
-use super::{GenerateBundleError, GenerateOptions};
+use super::{FileLayout, GenerateBundleError, GenerateOptions, Improvement, Settings};
 use crate::json::{arr_at, str_at};
 use crate::model::keys;
 use crate::naming::{dns1123_subdomain_problem, manifest_file_name, package_of_csv_name};
@@ -72,8 +75,12 @@ pub fn package_name(
 }
 
 /// Channels from the options: `alpha` when none are given (operator-sdk's default); the default
-/// channel must be one of them, and defaults to the only channel when there is exactly one.
-pub fn channels(options: &GenerateOptions) -> Result<Channels, GenerateBundleError> {
+/// channel must be one of them, and defaults to the only channel when there is exactly one
+/// ([`Improvement::ImpliedDefaultChannel`]).
+pub fn channels(
+    options: &GenerateOptions,
+    settings: &Settings,
+) -> Result<Channels, GenerateBundleError> {
     let mut list: Vec<String> = Vec::new();
     for ch in &options.channels {
         let ch = ch.trim();
@@ -103,7 +110,13 @@ pub fn channels(options: &GenerateOptions) -> Result<Channels, GenerateBundleErr
             });
         }
         Some(d) => Some(d.clone()),
-        None if list.len() == 1 => list.first().cloned(),
+        None if list.len() == 1
+            && settings
+                .improvements
+                .has(Improvement::ImpliedDefaultChannel) =>
+        {
+            list.first().cloned()
+        }
         None => None,
     };
     Ok(Channels { list, default })
@@ -180,13 +193,128 @@ pub fn dockerfile(annotations: &[(String, String)], scorecard: bool) -> String {
     out
 }
 
-fn clean(object: &Value) -> Value {
+/// A plain YAML scalar as operator-sdk's templates print it, quoted only when YAML would
+/// otherwise read it differently (never for package, channel and layout names in practice).
+fn yaml_scalar(v: &str) -> String {
+    let plain = !v.is_empty()
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '/' | ',' | '+'))
+        && !matches!(
+            v,
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "~"
+        )
+        && v.parse::<f64>().is_err();
+    if plain {
+        v.to_string()
+    } else {
+        serde_json::to_string(v).unwrap_or_else(|_| format!("{v:?}"))
+    }
+}
+
+/// `metadata/annotations.yaml` in operator-sdk's template form: core keys under
+/// `# Core bundle annotations.`, the metrics keys right after, and the test keys in their own
+/// section after a blank line.
+pub fn sdk_annotations_yaml(annotations: &[(String, String)]) -> String {
+    let mut out = String::from("annotations:\n  # Core bundle annotations.\n");
+    let mut testing = Vec::new();
+    for (k, v) in annotations {
+        if k.starts_with("operators.operatorframework.io.test.") {
+            testing.push((k, v));
+        } else {
+            out.push_str(&format!("  {k}: {}\n", yaml_scalar(v)));
+        }
+    }
+    if !testing.is_empty() {
+        out.push_str("\n  # Annotations for testing.\n");
+        for (k, v) in testing {
+            out.push_str(&format!("  {k}: {}\n", yaml_scalar(v)));
+        }
+    }
+    out
+}
+
+/// `bundle.Dockerfile` in operator-sdk's form, at the project root: COPY sources are
+/// `<copy_dir>/manifests` etc.
+pub fn sdk_dockerfile(annotations: &[(String, String)], scorecard: bool, copy_dir: &str) -> String {
+    let generic = dockerfile(annotations, scorecard);
+    let dir = copy_dir.trim_end_matches('/');
+    let dir = if dir.is_empty() { "." } else { dir };
+    generic
+        .replace(
+            "COPY manifests /manifests/",
+            &format!("COPY {dir}/manifests /manifests/"),
+        )
+        .replace(
+            "COPY metadata /metadata/",
+            &format!("COPY {dir}/metadata /metadata/"),
+        )
+        .replace(
+            "COPY tests/scorecard /tests/scorecard/",
+            &format!("COPY {dir}/tests/scorecard /tests/scorecard/"),
+        )
+}
+
+fn clean(object: &Value, settings: &Settings) -> Value {
     let mut o = object.clone();
     if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("namespace");
     }
+    if settings.upstream_compat {
+        super::upstream::typed_object(&mut o);
+    }
     sort_keys(&o)
 }
+
+/// The Service as it goes into the bundle: without the ports that only route admission
+/// webhooks ([`Improvement::DropWebhookServices`]), or `None` when no port is left.
+fn bundle_service(
+    svc: &crate::load::InputDocument,
+    hooks: &Webhooks,
+    settings: &Settings,
+    notes: &mut Vec<String>,
+) -> Option<Value> {
+    let mut s = svc.object.clone();
+    if !settings.improvements.has(Improvement::DropWebhookServices) {
+        return Some(s);
+    }
+    let before = arr_at(&s, "/spec/ports").len();
+    if let Some(ports) = s.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
+        ports.retain(|p| {
+            let port = p.get("port").and_then(Value::as_i64).unwrap_or(-1);
+            !hooks
+                .admission_service_ports
+                .contains(&(svc.name().to_string(), port))
+        });
+    }
+    let after = arr_at(&s, "/spec/ports").len();
+    if after == 0 && before > 0 {
+        notes.push(format!(
+            "left out Service {}: it only serves admission webhooks, for which OLM creates its own Service (<deployment>-service)",
+            svc.name()
+        ));
+        return None;
+    }
+    Some(s)
+}
+
+/// An object as YAML: with `upstream_compat`, byte for byte as operator-sdk's
+/// `sigs.k8s.io/yaml.Marshal` writes it (go-yaml v2's key order, quoting and line folding,
+/// through [`olmkit_core::goyaml`]); otherwise bundle-tool's canonical YAML.
+fn render(what: &str, object: &Value, settings: &Settings) -> Result<String, GenerateBundleError> {
+    if settings.upstream_compat {
+        olmkit_core::goyaml::to_yaml(object).map_err(|e| {
+            GenerateBundleError::Render(olmkit_core::docs::RenderDocumentError {
+                what: what.to_string(),
+                message: e.to_string(),
+            })
+        })
+    } else {
+        Ok(to_yaml(what, object)?)
+    }
+}
+
+/// Bundle files (relative to the bundle directory) and project-root files.
+pub type RenderedFiles = (BTreeMap<PathBuf, Vec<u8>>, BTreeMap<PathBuf, Vec<u8>>);
 
 /// Renders every file of the bundle.
 #[allow(clippy::too_many_arguments)]
@@ -198,16 +326,17 @@ pub fn render_files(
     package: &str,
     channels: &Channels,
     options: &GenerateOptions,
+    settings: &Settings,
     notes: &mut Vec<String>,
-) -> Result<BTreeMap<PathBuf, Vec<u8>>, GenerateBundleError> {
+) -> Result<RenderedFiles, GenerateBundleError> {
     let mut objects: Vec<(Value, String)> = vec![(csv.clone(), "the CSV".into())];
     for crd in &c.crds {
-        objects.push((clean(&crd.doc.object), crd.doc.label()));
+        objects.push((clean(&crd.doc.object, settings), crd.doc.label()));
     }
     for r in &rbac.manifests {
-        objects.push((clean(r), "RBAC".into()));
+        objects.push((clean(r, settings), "RBAC".into()));
     }
-    let operator_accounts = c.deployment_service_accounts();
+    let operator_accounts = &rbac.accounts;
     for sa in &c.service_accounts {
         if operator_accounts.iter().any(|a| a == sa.name()) {
             // OLM creates it from the CSV; shipping it too is an error for
@@ -215,31 +344,15 @@ pub fn render_files(
             // deployment spec in CSV").
             continue;
         }
-        objects.push((clean(&sa.object), sa.label()));
+        objects.push((clean(&sa.object, settings), sa.label()));
     }
     for svc in &c.services {
-        let mut s = svc.object.clone();
-        let before = arr_at(&s, "/spec/ports").len();
-        if let Some(ports) = s.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
-            ports.retain(|p| {
-                let port = p.get("port").and_then(Value::as_i64).unwrap_or(-1);
-                !hooks
-                    .admission_service_ports
-                    .contains(&(svc.name().to_string(), port))
-            });
+        if let Some(s) = bundle_service(svc, hooks, settings, notes) {
+            objects.push((clean(&s, settings), svc.label()));
         }
-        let after = arr_at(&s, "/spec/ports").len();
-        if after == 0 && before > 0 {
-            notes.push(format!(
-                "left out Service {}: it only serves admission webhooks, for which OLM creates its own Service (<deployment>-service)",
-                svc.name()
-            ));
-            continue;
-        }
-        objects.push((clean(&s), svc.label()));
     }
     for o in &c.others {
-        objects.push((clean(&o.object), o.label()));
+        objects.push((clean(&o.object, settings), o.label()));
     }
 
     let mut files: BTreeMap<PathBuf, Vec<u8>> = BTreeMap::new();
@@ -254,7 +367,7 @@ pub fn render_files(
             });
         }
         let what = path.display().to_string();
-        files.insert(path.clone(), to_yaml(&what, &object)?.into_bytes());
+        files.insert(path.clone(), render(&what, &object, settings)?.into_bytes());
         origin.insert(path, label);
     }
 
@@ -262,28 +375,49 @@ pub fn render_files(
         csv,
         "/metadata/annotations/operators.operatorframework.io~1project_layout",
     );
-    let ann = annotations(package, channels, options, layout, c.scorecard.is_some());
-    let ann_map: Map<String, Value> = ann
-        .iter()
-        .map(|(k, v)| (k.clone(), Value::from(v.clone())))
-        .collect();
-    let mut wrapper = Map::new();
-    wrapper.insert("annotations".into(), Value::Object(ann_map));
-    files.insert(
-        PathBuf::from("metadata/annotations.yaml"),
-        to_yaml("metadata/annotations.yaml", &Value::Object(wrapper))?.into_bytes(),
-    );
-    files.insert(
-        PathBuf::from("bundle.Dockerfile"),
-        dockerfile(&ann, c.scorecard.is_some()).into_bytes(),
-    );
+    let scorecard = c.scorecard.is_some() || settings.scorecard_in_output;
+    let ann = annotations(package, channels, options, layout, scorecard);
+    let mut root_files = BTreeMap::new();
+    match &settings.layout {
+        FileLayout::Versioned => {
+            let ann_map: Map<String, Value> = ann
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::from(v.clone())))
+                .collect();
+            let mut wrapper = Map::new();
+            wrapper.insert("annotations".into(), Value::Object(ann_map));
+            files.insert(
+                PathBuf::from("metadata/annotations.yaml"),
+                to_yaml("metadata/annotations.yaml", &Value::Object(wrapper))?.into_bytes(),
+            );
+            files.insert(
+                PathBuf::from("bundle.Dockerfile"),
+                dockerfile(&ann, scorecard).into_bytes(),
+            );
+        }
+        FileLayout::Sdk { copy_dir } => {
+            files.insert(
+                PathBuf::from("metadata/annotations.yaml"),
+                sdk_annotations_yaml(&ann).into_bytes(),
+            );
+            root_files.insert(
+                PathBuf::from("bundle.Dockerfile"),
+                sdk_dockerfile(&ann, scorecard, copy_dir).into_bytes(),
+            );
+        }
+    }
     if let Some(sc) = &c.scorecard {
+        let mut config = clean(&sc.object, settings);
+        if settings.upstream_compat {
+            super::upstream::typed_scorecard(&mut config);
+            config = sort_keys(&config);
+        }
         files.insert(
             PathBuf::from("tests/scorecard/config.yaml"),
-            to_yaml("tests/scorecard/config.yaml", &clean(&sc.object))?.into_bytes(),
+            render("tests/scorecard/config.yaml", &config, settings)?.into_bytes(),
         );
     }
-    Ok(files)
+    Ok((files, root_files))
 }
 
 #[cfg(test)]
@@ -306,13 +440,19 @@ mod tests {
             Some("tests/scorecard/")
         );
         assert!(df.contains("COPY tests/scorecard /tests/scorecard/"));
+        let sdk = sdk_dockerfile(&ann, true, "bundle");
+        assert!(sdk.contains("COPY bundle/manifests /manifests/\nCOPY bundle/metadata /metadata/\nCOPY bundle/tests/scorecard /tests/scorecard/\n"));
+        let y = sdk_annotations_yaml(&ann);
+        assert!(y.starts_with("annotations:\n  # Core bundle annotations.\n  a.b: plain\n"));
+        assert!(y.contains("\n\n  # Annotations for testing.\n"));
     }
 
     #[test]
     fn channel_defaults() {
         let o = GenerateOptions::default();
+        let st = Settings::default();
         assert_eq!(
-            channels(&o).unwrap(),
+            channels(&o, &st).unwrap(),
             Channels {
                 list: vec!["alpha".into()],
                 default: Some("alpha".into())
@@ -323,6 +463,12 @@ mod tests {
             default_channel: Some("candidate".into()),
             ..Default::default()
         };
-        assert!(channels(&o).is_err());
+        assert!(channels(&o, &st).is_err());
+        let o = GenerateOptions::default();
+        let upstream = Settings {
+            improvements: crate::generate::Improvements::none(),
+            ..Default::default()
+        };
+        assert_eq!(channels(&o, &upstream).unwrap().default, None);
     }
 }

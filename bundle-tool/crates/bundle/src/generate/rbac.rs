@@ -10,10 +10,17 @@
 //!   bound to other accounts, unbound roles such as the metrics-reader ClusterRole) stays a
 //!   bundle manifest, which OLM creates as is.
 //!
-//! One deliberate difference: operator-sdk drops an absorbed role even when a binding that
-//! stays in the bundle still references it; here such a role is kept, so that binding works.
+//! The service accounts are those of the install Deployments plus `--extra-service-accounts`
+//! (operator-sdk's `csvSAs`).
+//!
+//! Two deliberate differences, each an [`Improvement`]: operator-sdk drops an absorbed role
+//! even when a binding that stays in the bundle still references it, and ships such a binding
+//! unmodified, operator accounts included; here the role is kept and the binding keeps only
+//! the other subjects ([`Improvement::RbacSplit`]). And rules granted twice to one account are
+//! listed once ([`Improvement::DedupRbacRules`]; operator-sdk's `applyRoles` appends them all).
 
 use super::collect::Collected;
+use super::{Improvement, Settings};
 use crate::json::{arr_at, str_at};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,6 +43,8 @@ pub struct RbacSplit {
     pub cluster_permissions: Vec<Permission>,
     /// RBAC objects that stay bundle manifests (bindings possibly with fewer subjects).
     pub manifests: Vec<Value>,
+    /// The service accounts the CSV covers: the Deployments' and the extra ones, sorted.
+    pub accounts: Vec<String>,
 }
 
 fn accept_group(binding: &Value) -> bool {
@@ -50,10 +59,10 @@ fn is_operator_sa(subject: &Value, accounts: &BTreeSet<String>) -> bool {
         && str_at(subject, "/name").is_some_and(|n| accounts.contains(n))
 }
 
-fn push_rules(into: &mut BTreeMap<String, Vec<Value>>, sa: &str, rules: &[Value]) {
+fn push_rules(into: &mut BTreeMap<String, Vec<Value>>, sa: &str, rules: &[Value], dedup: bool) {
     let list = into.entry(sa.to_string()).or_default();
     for r in rules {
-        if !list.contains(r) {
+        if !dedup || !list.contains(r) {
             list.push(r.clone());
         }
     }
@@ -70,8 +79,17 @@ fn finish(map: BTreeMap<String, Vec<Value>>) -> Vec<Permission> {
 }
 
 /// Splits the collected RBAC into CSV permissions and bundle manifests.
-pub fn split(c: &Collected) -> RbacSplit {
-    let accounts: BTreeSet<String> = c.deployment_service_accounts().into_iter().collect();
+pub fn split(c: &Collected, settings: &Settings) -> RbacSplit {
+    let dedup = settings.improvements.has(Improvement::DedupRbacRules);
+    let ours = settings.improvements.has(Improvement::RbacSplit);
+    let mut accounts: BTreeSet<String> = c.deployment_service_accounts().into_iter().collect();
+    accounts.extend(
+        settings
+            .extra_service_accounts
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned(),
+    );
     let find = |list: &[crate::load::InputDocument], name: &str| {
         list.iter()
             .find(|d| d.name() == name)
@@ -111,14 +129,16 @@ pub fn split(c: &Collected) -> RbacSplit {
         for s in &matched {
             let sa = str_at(s, "/name").unwrap_or("");
             let target = if cluster { &mut cperms } else { &mut perms };
-            push_rules(target, sa, &rules);
+            push_rules(target, sa, &rules, dedup);
         }
         if ref_kind == "Role" {
             absorbed_roles.insert(ref_name.to_string());
         } else {
             absorbed_cluster_roles.insert(ref_name.to_string());
         }
-        if !rest.is_empty() {
+        if !rest.is_empty() && !ours {
+            kept_bindings.push(obj.clone());
+        } else if !rest.is_empty() {
             let mut b = obj.clone();
             if let Some(m) = b.as_object_mut() {
                 m.insert(
@@ -131,7 +151,7 @@ pub fn split(c: &Collected) -> RbacSplit {
     }
 
     let referenced = |kind: &str, name: &str| {
-        kept_bindings.iter().any(|b| {
+        ours && kept_bindings.iter().any(|b| {
             str_at(b, "/roleRef/kind") == Some(kind) && str_at(b, "/roleRef/name") == Some(name)
         })
     };
@@ -151,5 +171,6 @@ pub fn split(c: &Collected) -> RbacSplit {
         permissions: finish(perms),
         cluster_permissions: finish(cperms),
         manifests,
+        accounts: accounts.into_iter().collect(),
     }
 }

@@ -13,6 +13,14 @@
 //! port (`containerPort`) and `targetPort` → the Deployment its selector picks. Conversion
 //! webhooks are grouped per (port, path), named `c<plural>...kb.io`, with `sideEffects: None`
 //! and the CRD's `conversionReviewVersions`; the list is sorted by `generateName`.
+//!
+//! A webhook that cannot be routed to a Deployment of the bundle (no such Service, a selector
+//! matching no Deployment, a URL) is an error naming the document and field, since OLM could
+//! not serve it. With `lenient` (`--upstream-compat`) it is written as operator-sdk writes it
+//! instead, with a note: `deploymentName` guessed from the Service name without `-service`, no
+//! ports, and for a URL no Service fields at all (operator-sdk's `validatingToWebhookDescription`);
+//! a conversion webhook whose Service is missing is left out (its `applyWebhooks` only looks at
+//! the manifests' Services).
 
 use super::GenerateBundleError;
 use super::collect::{AdmissionWebhook, Collected};
@@ -78,6 +86,53 @@ struct Route {
     deployment: String,
     container_port: i64,
     target_port: Value,
+}
+
+/// operator-sdk's fallback when no Deployment is found: the Service name without `-service`.
+fn guessed_deployment(service: &str) -> String {
+    service
+        .strip_suffix("-service")
+        .unwrap_or(service)
+        .to_string()
+}
+
+/// Inserts the Service side of a definition: the route when there is one, operator-sdk's guess
+/// otherwise.
+fn insert_route(e: &mut BTreeMap<&str, Value>, r: Result<Route, String>) {
+    match r {
+        Ok(r) => {
+            e.insert("deploymentName", Value::from(r.deployment));
+            e.insert("containerPort", Value::from(r.container_port));
+            e.insert("targetPort", r.target_port);
+        }
+        Err(deployment) => {
+            e.insert("deploymentName", Value::from(deployment));
+        }
+    }
+}
+
+/// `route`, or with `lenient` operator-sdk's guess (`Err(deployment name)`) and a note.
+#[allow(clippy::too_many_arguments)]
+fn route_or_guess(
+    c: &Collected,
+    owner: &InputDocument,
+    field: &str,
+    service: &str,
+    port: i64,
+    lenient: bool,
+    notes: &mut Vec<String>,
+) -> Result<Result<Route, String>, GenerateBundleError> {
+    match route(c, owner, field, service, port, notes) {
+        Ok(r) => Ok(Ok(r)),
+        Err(e) if lenient => {
+            let guess = guessed_deployment(service);
+            notes.push(format!(
+                "{e}; written as operator-sdk does, with deploymentName {guess} and no ports: OLM cannot serve this webhook unless that Deployment exists"
+            ));
+            Ok(Err(guess))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Follows `service`/`port` to the Deployment and the port pair OLM needs. `owner` and `field`
@@ -162,32 +217,49 @@ fn route(
 fn admission_definition(
     c: &Collected,
     hook: &AdmissionWebhook,
+    lenient: bool,
     notes: &mut Vec<String>,
 ) -> Result<Value, GenerateBundleError> {
     let w = &hook.webhook;
     let field = |f: &str| format!("webhooks[{}].{f}", hook.index);
-    if w.pointer("/clientConfig/url").is_some() {
+    let url = w.pointer("/clientConfig/url").is_some();
+    if url && lenient {
+        notes.push(format!(
+            "{}: {}: a URL webhook is written without deploymentName, as operator-sdk does; OLM cannot install it",
+            hook.doc.label(),
+            field("clientConfig.url")
+        ));
+    } else if url {
         return Err(GenerateBundleError::invalid(
             &hook.doc,
             field("clientConfig.url"),
             "OLM only installs webhooks served by a Deployment of the bundle through a Service; a URL cannot be expressed in a CSV",
         ));
     }
-    let service = str_at(w, "/clientConfig/service/name").ok_or_else(|| {
-        GenerateBundleError::invalid(&hook.doc, field("clientConfig.service.name"), "is required")
-    })?;
-    let port = w
-        .pointer("/clientConfig/service/port")
-        .and_then(Value::as_i64)
-        .unwrap_or(443);
-    let r = route(
-        c,
-        &hook.doc,
-        &field("clientConfig.service"),
-        service,
-        port,
-        notes,
-    )?;
+    let r = if url {
+        None
+    } else {
+        let service = str_at(w, "/clientConfig/service/name").ok_or_else(|| {
+            GenerateBundleError::invalid(
+                &hook.doc,
+                field("clientConfig.service.name"),
+                "is required",
+            )
+        })?;
+        let port = w
+            .pointer("/clientConfig/service/port")
+            .and_then(Value::as_i64)
+            .unwrap_or(443);
+        Some(route_or_guess(
+            c,
+            &hook.doc,
+            &field("clientConfig.service"),
+            service,
+            port,
+            lenient,
+            notes,
+        )?)
+    };
     let mut e: BTreeMap<&str, Value> = BTreeMap::new();
     e.insert(
         "type",
@@ -201,9 +273,9 @@ fn admission_definition(
         "generateName",
         w.get("name").cloned().unwrap_or(Value::Null),
     );
-    e.insert("deploymentName", Value::from(r.deployment));
-    e.insert("containerPort", Value::from(r.container_port));
-    e.insert("targetPort", r.target_port);
+    if let Some(r) = r {
+        insert_route(&mut e, r);
+    }
     let mut keys = vec![
         "rules",
         "failurePolicy",
@@ -252,10 +324,15 @@ pub fn conversion_generate_name(crds: &[String]) -> String {
 }
 
 /// Derives `webhookdefinitions` and the related bookkeeping from the collected manifests.
-pub fn derive(c: &Collected, notes: &mut Vec<String>) -> Result<Webhooks, GenerateBundleError> {
+/// `lenient`: write unroutable webhooks as operator-sdk does instead of failing.
+pub fn derive(
+    c: &Collected,
+    lenient: bool,
+    notes: &mut Vec<String>,
+) -> Result<Webhooks, GenerateBundleError> {
     let mut out = Webhooks::default();
     for hook in &c.admission_webhooks {
-        let def = admission_definition(c, hook, notes)?;
+        let def = admission_definition(c, hook, lenient, notes)?;
         if let (Some(svc), port) = (
             str_at(&hook.webhook, "/clientConfig/service/name"),
             hook.webhook
@@ -284,12 +361,20 @@ pub fn derive(c: &Collected, notes: &mut Vec<String>) -> Result<Webhooks, Genera
         let Some(first) = members.first().and_then(|&i| c.crds.get(i)) else {
             continue;
         };
-        let r = route(
+        if lenient && !c.services.iter().any(|s| s.name() == service) {
+            notes.push(format!(
+                "{}: spec.conversion.webhook.clientConfig.service: Service {service:?} is not in the manifests; left out of webhookdefinitions, as operator-sdk does",
+                first.doc.label()
+            ));
+            continue;
+        }
+        let r = route_or_guess(
             c,
             &first.doc,
             "spec.conversion.webhook.clientConfig.service",
             &service,
             port,
+            lenient,
             notes,
         )?;
         let mut crds: Vec<String> = members
@@ -311,9 +396,11 @@ pub fn derive(c: &Collected, notes: &mut Vec<String>) -> Result<Webhooks, Genera
         let mut e: BTreeMap<&str, Value> = BTreeMap::new();
         e.insert("type", Value::from("ConversionWebhook"));
         e.insert("generateName", Value::from(conversion_generate_name(&crds)));
-        e.insert("deploymentName", Value::from(r.deployment.clone()));
-        e.insert("containerPort", Value::from(r.container_port));
-        e.insert("targetPort", r.target_port);
+        let deployment = match &r {
+            Ok(r) => r.deployment.clone(),
+            Err(guess) => guess.clone(),
+        };
+        insert_route(&mut e, r);
         e.insert(
             "conversionCRDs",
             Value::Array(crds.iter().cloned().map(Value::from).collect()),
@@ -324,7 +411,7 @@ pub fn derive(c: &Collected, notes: &mut Vec<String>) -> Result<Webhooks, Genera
         );
         e.insert("sideEffects", Value::from("None"));
         e.insert("webhookPath", Value::from(path));
-        out.serving_deployments.insert(r.deployment);
+        out.serving_deployments.insert(deployment);
         out.conversion_crds.extend(crds);
         out.definitions.push(sorted_object(e));
     }
