@@ -18,6 +18,8 @@ DEFAULT_CHANNEL ?=
 IMAGE_TAG_BASE ?= quay.io/example/memcached-operator
 LAYOUT ?= images
 RELEASE_FLAGS ?=
+# Which static binaries `make static` builds (default: all three).
+BINS ?=
 # Reproducible timestamps (CSV createdAt, image configs): the last commit's time, unless set.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 export SOURCE_DATE_EPOCH
@@ -86,23 +88,42 @@ bench: setup ## Run the benchmarks (figures, not assertions); see BENCHMARKS.md.
 	$(CARGO) bench -p olmkit-cluster
 	$(CARGO) bench -p kube-standin
 
+.PHONY: conformance
+conformance: ## Agreement with operator-sdk v1.38 on the community-operators corpus (../shared/conformance): matrix per suite and time per bundle.
+	$(CARGO) test -q -p olmkit-bundle --test conformance -- --ignored --nocapture conformance_report
+
 ##@ Release
 
 .PHONY: static
 static: ## Build statically linked operator, bundle-tool and catalog-server (target/static/).
-	hack/build-static.sh
+	hack/build-static.sh $(BINS)
+
+# Checked before anything compiles: a missing VERSION must not cost a cold build first.
+.PHONY: check-version
+check-version:
+	@[ -n "$(VERSION)" ] || { echo "error: VERSION is required, e.g. make release VERSION=0.4.0" >&2; exit 1; }
 
 .PHONY: release
-release: static ## Release VERSION: bundle, catalog entries and images in ./images, all or nothing.
-	@[ -n "$(VERSION)" ] || { echo "error: VERSION is required, e.g. make release VERSION=0.4.0" >&2; exit 1; }
+release: check-version ## Release VERSION: bundle, catalog entries and images in ./images, all or nothing.
+	$(MAKE) --no-print-directory static
 	$(STATIC)/bundle-tool release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) \
 	  --operator-binary $(STATIC)/operator --catalog-server $(STATIC)/catalog-server \
 	  --layout $(LAYOUT) $(RELEASE_FLAGS)
 
 .PHONY: release-plan
-release-plan: ## Show what `make release VERSION=X` would change, changing nothing.
-	@[ -n "$(VERSION)" ] || { echo "error: VERSION is required" >&2; exit 1; }
-	$(BUNDLE_TOOL) release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) --plan $(RELEASE_FLAGS)
+release-plan: check-version ## Show what `make release VERSION=X` would change, changing nothing (same binaries as release).
+	$(MAKE) --no-print-directory static
+	$(STATIC)/bundle-tool release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) --plan $(RELEASE_FLAGS)
+
+# Where `make install-tools` puts the binaries (rustup's ~/.cargo/bin is on PATH already).
+BINDIR ?= $(HOME)/.cargo/bin
+
+.PHONY: install-tools
+install-tools: ## Put bundle-tool, operator and catalog-server (the release binaries) on PATH, in $(BINDIR).
+	$(MAKE) --no-print-directory static
+	install -d $(BINDIR)
+	install -m 0755 $(STATIC)/bundle-tool $(STATIC)/operator $(STATIC)/catalog-server $(BINDIR)/
+	@echo "installed bundle-tool, operator and catalog-server into $(BINDIR)" >&2
 
 ##@ Cluster (needs a kubeconfig)
 

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use assert_cmd::Command;
+use predicates::prelude::PredicateBooleanExt;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -58,17 +59,20 @@ fn every_real_bundle_passes_in_one_run() {
         .args(&dirs)
         .assert()
         .success()
-        .stdout(predicates::str::ends_with("0 error(s), 11 warning(s)\n"));
+        // 11 of bundle-tool's own warnings, plus operator-sdk's "minKubeVersion is not
+        // informed" for the 9 CSVs without one.
+        .stdout(predicates::str::ends_with("0 error(s), 20 warning(s)\n"));
 }
 
 #[test]
 fn broken_bundles_report_every_problem_with_rule_file_and_path() {
     let broken = fixtures().join("bundle/broken");
+    // suite=strict: bundle-tool's own checks (warnings by default) are errors too.
     let out = bt()
         .arg("validate")
         .arg(broken.join("many-errors"))
         .arg(broken.join("unparsable"))
-        .args(["--output", "json"])
+        .args(["--output", "json", "--select-optional", "suite=strict"])
         .assert()
         .code(1);
     let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
@@ -107,15 +111,21 @@ fn broken_bundles_report_every_problem_with_rule_file_and_path() {
             .unwrap()
             .ends_with("many-errors/manifests/memcached-operator.clusterserviceversion.yaml")
     );
-    assert_eq!(replaces["severity"], "error");
+    // CSV names need not start with the package name: a warning even when strict.
+    assert_eq!(replaces["severity"], "warning");
 
+    // Without strict, what operator-sdk accepts is a warning; its own errors stay errors.
     bt().arg("validate")
         .arg(broken.join("many-errors"))
         .assert()
         .code(1)
-        .stdout(predicates::str::contains("error[csv-replaces] "))
+        .stdout(predicates::str::contains("warning[csv-replaces] "))
         .stdout(predicates::str::contains(
-            "  hint: use memcached-operator.v<previous version>",
+            "warning[bundle-default-channel] ",
+        ))
+        .stdout(predicates::str::contains("error[manifest-kind] "))
+        .stdout(predicates::str::contains(
+            "  hint: usually memcached-operator.v<previous version>",
         ))
         .stdout(predicates::str::is_match(r"\d+ error\(s\), \d+ warning\(s\)\n$").unwrap());
 }
@@ -145,6 +155,72 @@ fn a_missing_bundle_is_a_finding_and_bad_flags_are_user_errors() {
         ));
     // clap's own usage errors.
     bt().arg("validate").assert().code(2);
+}
+
+/// operator-sdk's flags: `--select-optional name=operatorhub`, `--optional-values
+/// k8s-version=...` and the `OPERATOR_BUNDLE_CATEGORIES` file.
+#[test]
+fn operator_sdk_spellings_optional_values_and_custom_categories() {
+    let conformance = fixtures().join("conformance");
+    // A real bundle operator-sdk fails in the operatorhub suite only ("Drivers and plugins").
+    let silicom = conformance.join("silicom-sts-operator/0.0.6");
+    bt().arg("validate").arg(&silicom).assert().success();
+    for sel in ["name=operatorhub", "suite=operatorhub"] {
+        bt().arg("validate")
+            .arg(&silicom)
+            .args(["--select-optional", sel])
+            .assert()
+            .code(1)
+            .stdout(predicates::str::contains(
+                "value \"Drivers and plugins\" is not in the set of standard categories",
+            ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cats = dir.path().join("categories.json");
+    std::fs::write(
+        &cats,
+        r#"{"categories": ["Drivers and plugins", "Networking"]}"#,
+    )
+    .unwrap();
+    bt().arg("validate")
+        .arg(&silicom)
+        .args(["--select-optional", "name=operatorhub"])
+        .env("OPERATOR_BUNDLE_CATEGORIES", &cats)
+        .assert()
+        .success();
+    std::fs::write(&cats, "not json").unwrap();
+    bt().arg("validate")
+        .arg(&silicom)
+        .args(["--select-optional", "name=operatorhub"])
+        .env("OPERATOR_BUNDLE_CATEGORIES", &cats)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("OPERATOR_BUNDLE_CATEGORIES"))
+        .stderr(predicates::str::contains("categories.json"));
+    // v1beta1 CRDs are removed in 1.22: a warning, an error when targeting 1.22 or later
+    // (argocd-operator 0.0.4 fails anyway, on its v1beta1 CRDs' preserveUnknownFields).
+    let argocd = conformance.join("argocd-operator/0.0.4");
+    bt().arg("validate")
+        .arg(&argocd)
+        .args(["--select-optional", "name=operatorhub"])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("warning[removed-api] "))
+        .stdout(predicates::str::contains("error[removed-api] ").not());
+    bt().arg("validate")
+        .arg(&argocd)
+        .args(["--select-optional", "name=operatorhub"])
+        .args(["--optional-values", "k8s-version=1.22"])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("error[removed-api] "));
+    let etcd = conformance.join("etcd/0.6.1");
+    bt().arg("validate")
+        .arg(&etcd)
+        .args(["--optional-values", "k8s-versio=1.22"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("unknown key \"k8s-versio\""));
 }
 
 #[test]

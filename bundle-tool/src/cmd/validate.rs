@@ -20,10 +20,17 @@ pub struct Args {
     /// Bundle directories (each with manifests/ and metadata/).
     #[arg(required = true, value_name = "BUNDLE_DIR")]
     pub bundle_dirs: Vec<PathBuf>,
-    /// Optional suites: suite=operatorhub, suite=good-practices, suite=all (both), or
-    /// suite=olm-v1 (what OLM v1 cannot install as it is) (repeatable).
+    /// Optional suites: suite=operatorhub (or operator-sdk's name=operatorhub),
+    /// suite=good-practices, suite=all (both), suite=strict (bundle-tool's own checks, which
+    /// are warnings by default, become errors) or suite=olm-v1 (what OLM v1 cannot install as
+    /// it is) (repeatable, or comma-separated).
     #[arg(long = "select-optional", value_name = "suite=NAME")]
     pub select_optional: Vec<String>,
+    /// Values for the optional validators, as operator-sdk: k8s-version=1.25 (the removed-APIs
+    /// check of the operatorhub suite errs on APIs removed in or before it) (repeatable, or
+    /// comma-separated key=value pairs).
+    #[arg(long = "optional-values", value_name = "KEY=VALUE")]
+    pub optional_values: Vec<String>,
     /// The previous release's bundle: also check that upgrading from it is safe (CRD stored
     /// and served versions, schema tightening) and that the new CSV upgrades from it.
     #[arg(long, value_name = "DIR")]
@@ -50,9 +57,62 @@ pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
     tokio::task::block_in_place(|| validate(&args, g))
 }
 
+/// Parses `--optional-values` (operator-sdk's `StringToString` flag: `k=v[,k=v...]`); only
+/// `k8s-version` is used by the validators bundle-tool has, other keys are refused.
+fn optional_values(args: &Args, options: &mut ValidateOptions) -> Result<(), CmdError> {
+    for raw in &args.optional_values {
+        for pair in raw.split(',').filter(|p| !p.trim().is_empty()) {
+            let Some((key, value)) = pair.split_once('=') else {
+                return Err(
+                    CmdError::msg(format!("--optional-values {pair}: expected key=value"))
+                        .hint("e.g. --optional-values k8s-version=1.25"),
+                );
+            };
+            match key.trim() {
+                "k8s-version" => options.k8s_version = Some(value.trim().to_string()),
+                other => {
+                    return Err(
+                        CmdError::msg(format!("--optional-values: unknown key {other:?}"))
+                            .hint("the supported key is k8s-version (e.g. k8s-version=1.25)"),
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Custom OperatorHub categories from the JSON file named by `OPERATOR_BUNDLE_CATEGORIES`
+/// (`{"categories": ["..."]}`), as operator-framework/api `extractCategories` reads it.
+fn custom_categories() -> Result<Option<std::collections::BTreeSet<String>>, CmdError> {
+    let Some(path) = std::env::var_os("OPERATOR_BUNDLE_CATEGORIES").filter(|p| !p.is_empty())
+    else {
+        return Ok(None);
+    };
+    let shown = PathBuf::from(&path).display().to_string();
+    let bytes = std::fs::read(&path).map_err(|e| {
+        CmdError::msg(format!(
+            "OPERATOR_BUNDLE_CATEGORIES: cannot read {shown}: {e}"
+        ))
+    })?;
+    #[derive(serde::Deserialize)]
+    struct Categories {
+        categories: Vec<String>,
+    }
+    let parsed: Categories = serde_json::from_slice(&bytes).map_err(|e| {
+        CmdError::msg(format!(
+            "OPERATOR_BUNDLE_CATEGORIES: {shown}: field categories: {e}"
+        ))
+        .hint("the file must be JSON like {\"categories\": [\"Database\", \"Security\"]}")
+    })?;
+    Ok(Some(parsed.categories.into_iter().collect()))
+}
+
 fn validate(args: &Args, g: &GlobalArgs) -> Result<(), CmdError> {
     olmkit_bundle::schemas::prewarm();
     let mut options = ValidateOptions::default();
+    optional_values(args, &mut options)?;
+    options.categories = custom_categories()?;
     let mut olm_v1 = false;
     for sel in &args.select_optional {
         for s in sel.split(',').filter(|s| !s.trim().is_empty()) {
@@ -66,7 +126,7 @@ fn validate(args: &Args, g: &GlobalArgs) -> Result<(), CmdError> {
                     let other = s.trim();
                     let suites = Suite::parse_selector(other).map_err(|m| {
                         CmdError::msg(format!("--select-optional {s}: {m}")).hint(
-                            "use --select-optional suite=operatorhub, suite=good-practices, suite=olm-v1 or suite=all",
+                            "use --select-optional suite=operatorhub (or name=operatorhub), suite=good-practices, suite=strict, suite=olm-v1 or suite=all",
                         )
                     })?;
                     options.suites.extend(suites);

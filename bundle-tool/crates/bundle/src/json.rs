@@ -71,3 +71,25 @@ pub fn type_name(v: &Value) -> &'static str {
         Value::Object(_) => "a mapping",
     }
 }
+
+/// `v` without its `null` values: what Go's decoding into typed structs keeps (a `null`
+/// becomes the zero value, which encoding leaves out or writes as the empty value). Schema
+/// checks run on this view so that `resources: null` is not "null is not of type object".
+pub fn without_nulls(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_nulls).collect()),
+        other => other.clone(),
+    }
+}
+
+/// True for a schema violation about a field the schema does not know: Go's decoder drops
+/// such fields, so the object the API server stores does not have them.
+pub fn is_unknown_field(message: &str) -> bool {
+    message.starts_with("Additional properties are not allowed")
+}

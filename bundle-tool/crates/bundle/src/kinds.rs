@@ -2,7 +2,7 @@
 //!
 //! OLM's bundle unpacker installs only the kinds in operator-registry's
 //! `pkg/lib/bundle/supported_resources.go`; anything else makes `opm`/`operator-sdk bundle
-//! validate` fail with "<Kind> is not supported type for registryV1 bundle". Generation drops
+//! validate` fail with "`<Kind> is not supported type for registryV1 bundle`". Generation drops
 //! other kinds (with a note) and validation reports them, so both share this one table.
 
 /// `kind` of the ClusterServiceVersion.

@@ -4,7 +4,7 @@
 //! `metadata/annotations.yaml` and usually a `bundle.Dockerfile`. This crate keeps the concerns
 //! apart: [`model`] is the in-memory form, [`load`] reads bundles and manifest streams without
 //! judging them, [`generate`] turns an operator's manifests into bundle files (pure, no I/O),
-//! [`write`] puts those files on disk all-or-nothing, and [`validate`] checks a loaded bundle
+//! [`write`](mod@write) puts those files on disk all-or-nothing, and [`validate`] checks a loaded bundle
 //! (pure, every problem reported).
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]

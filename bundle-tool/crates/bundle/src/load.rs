@@ -4,9 +4,15 @@
 //! The loaders only parse: a bundle with wrong content still loads, and the validators report
 //! what is wrong with it. They fail only when they cannot read or parse a file, naming that file
 //! (and for streams the document number), so every later error can point at its source.
+//! YAML is read as leniently as Go's decoder reads it (operator-framework/api `loadBundle`
+//! decodes with `sigs.k8s.io/yaml`): duplicate keys and under-indented quoted scalars load,
+//! and are kept in [`Bundle::load_warnings`]; a `metadata/` file other than the annotations
+//! that does not parse is skipped with a warning, as operator-registry skips it.
 
 use crate::model::{Bundle, Manifest};
-use olmkit_core::docs::{parse_document, parse_documents};
+use olmkit_core::docs::{
+    ParseWarning, parse_document_lenient, parse_documents, parse_documents_lenient,
+};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs;
@@ -181,7 +187,9 @@ pub fn bundle_from_files(
         if !name.starts_with("manifests/") {
             break;
         }
-        for (i, object) in parse_documents(name, bytes)?.into_iter().enumerate() {
+        let (objects, warnings) = parse_documents_lenient(name, bytes)?;
+        bundle.load_warnings.extend(warnings);
+        for (i, object) in objects.into_iter().enumerate() {
             bundle.manifests.push(Manifest {
                 file: name.clone(),
                 doc_index: i,
@@ -194,7 +202,8 @@ pub fn bundle_from_files(
         let Some(bytes) = files.get(name) else {
             continue;
         };
-        let doc = parse_document(name, bytes)?;
+        let (doc, warnings) = parse_document_lenient(name, bytes)?;
+        bundle.load_warnings.extend(warnings);
         let annotations_error = |message: String| LoadBundleError::Annotations {
             path: name.to_string(),
             message,
@@ -216,12 +225,10 @@ pub fn bundle_from_files(
         bundle.annotations_file = Some(name.to_string());
         break;
     }
-    if let Some(bytes) = files.get("metadata/dependencies.yaml") {
-        bundle.dependencies = Some(parse_document("metadata/dependencies.yaml", bytes)?);
-    }
-    if let Some(bytes) = files.get("metadata/properties.yaml") {
-        bundle.properties = Some(parse_document("metadata/properties.yaml", bytes)?);
-    }
+    // operator-registry's `ValidateBundleFormat` skips a metadata file it cannot decode (it
+    // then simply has no dependencies); keep loading and say so.
+    bundle.dependencies = optional_metadata(files, "metadata/dependencies.yaml", &mut bundle);
+    bundle.properties = optional_metadata(files, "metadata/properties.yaml", &mut bundle);
     if let Some(bytes) = files.get("bundle.Dockerfile") {
         let text = String::from_utf8_lossy(bytes).into_owned();
         bundle.dockerfile_labels = Some(parse_dockerfile_labels(&text));
@@ -233,6 +240,29 @@ pub fn bundle_from_files(
         }
     }
     Ok(bundle)
+}
+
+/// Parses an optional metadata file; one that does not parse becomes a load warning.
+fn optional_metadata(
+    files: &BTreeMap<String, Vec<u8>>,
+    name: &str,
+    bundle: &mut Bundle,
+) -> Option<Value> {
+    let bytes = files.get(name)?;
+    match parse_document_lenient(name, bytes) {
+        Ok((doc, warnings)) => {
+            bundle.load_warnings.extend(warnings);
+            Some(doc)
+        }
+        Err(e) => {
+            bundle.load_warnings.push(ParseWarning {
+                source_name: name.to_string(),
+                line: None,
+                message: format!("ignored, as operator-sdk and opm ignore it: {}", e.message),
+            });
+            None
+        }
+    }
 }
 
 /// A manifest stream (stdin, a file or a directory of YAML) could not be read.

@@ -81,6 +81,10 @@ pub struct Bundle {
     pub dockerfile: Option<String>,
     /// Raw bytes of every file under `manifests/`, by relative path (validation checks sizes).
     pub manifest_files: BTreeMap<String, Vec<u8>>,
+    /// What the loader read only by being as lenient as Go's YAML decoder (duplicate keys,
+    /// under-indented quoted scalars), or skipped as upstream does (a `metadata/` file other
+    /// than the annotations that does not parse). Validation reports each as a warning.
+    pub load_warnings: Vec<olmkit_core::docs::ParseWarning>,
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {

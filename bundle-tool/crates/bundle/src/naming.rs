@@ -62,12 +62,29 @@ pub fn dns1123_subdomain_problem(name: &str) -> Option<String> {
     if name.len() > 253 {
         return Some("must be no more than 253 characters".into());
     }
+    // apimachinery `IsDNS1123Subdomain`: the label syntax between dots, but no 63-character
+    // limit per part (only the whole name's 253).
     for label in name.split('.') {
-        if let Some(p) = dns1123_label_problem(label) {
+        if let Some(p) = dns1123_label_syntax_problem(label) {
             return Some(format!(
                 "must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character ({p})"
             ));
         }
+    }
+    None
+}
+
+/// The character rules of a DNS-1123 label, without its length limit.
+fn dns1123_label_syntax_problem(label: &str) -> Option<String> {
+    if label.is_empty() {
+        return Some("empty label".into());
+    }
+    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
+    if !label.chars().all(ok_char) {
+        return Some(format!("{label:?} has characters outside [a-z0-9-]"));
+    }
+    if label.starts_with('-') || label.ends_with('-') {
+        return Some(format!("{label:?} starts or ends with '-'"));
     }
     None
 }
@@ -81,14 +98,7 @@ pub fn dns1123_label_problem(label: &str) -> Option<String> {
     if label.len() > 63 {
         return Some("must be no more than 63 characters".into());
     }
-    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
-    if !label.chars().all(ok_char) {
-        return Some(format!("{label:?} has characters outside [a-z0-9-]"));
-    }
-    if label.starts_with('-') || label.ends_with('-') {
-        return Some(format!("{label:?} starts or ends with '-'"));
-    }
-    None
+    dns1123_label_syntax_problem(label)
 }
 
 /// Splits a CSV name `<operator>.(v)X.Y.Z` into operator name and version, as
@@ -214,7 +224,11 @@ mod tests {
         assert!(dns1123_subdomain_problem("memcacheds.cache.example.com").is_none());
         assert!(dns1123_subdomain_problem("Bad").is_some());
         assert!(dns1123_subdomain_problem("-a").is_some());
-        assert!(dns1123_subdomain_problem(&"a".repeat(64)).is_some());
+        // A subdomain may be 253 characters, with no 63-character limit between dots
+        // (ServiceMonitor names like "<operator>-controller-manager-metrics-monitor").
+        assert!(dns1123_subdomain_problem(&"a".repeat(64)).is_none());
+        assert!(dns1123_subdomain_problem(&"a".repeat(254)).is_some());
+        assert!(dns1123_label_problem(&"a".repeat(64)).is_some());
     }
 
     #[test]

@@ -47,11 +47,19 @@ fn run_with(files: &Files, previous: Option<&Files>, suites: &[Suite]) -> Report
         p.as_ref(),
         &ValidateOptions {
             suites: suites.iter().copied().collect(),
+            ..Default::default()
         },
     )
 }
 
+/// Runs the default suite plus `strict`, so that bundle-tool's own checks (warnings without
+/// it) show as errors; upstream's errors are errors either way.
+/// `stricter_rules_are_warnings_by_default` covers the default severities.
 fn run(files: &Files) -> Report {
+    run_with(files, None, &[Suite::Strict])
+}
+
+fn run_default(files: &Files) -> Report {
     run_with(files, None, &[])
 }
 
@@ -142,18 +150,30 @@ fn annotations_and_dockerfile() {
     let df = String::from_utf8(f["bundle.Dockerfile"].clone()).unwrap();
     f.insert(
         "bundle.Dockerfile".into(),
-        df.replace(
-            "COPY manifests /manifests/",
-            "COPY bundle/manifests /manifests/",
-        )
-        .into_bytes(),
+        df.replace("COPY manifests /manifests/", "COPY manifestz /manifests/")
+            .into_bytes(),
     );
     expect(
         &run(&f),
         "dockerfile-copy",
         Severity::Warning,
         "bundle.Dockerfile",
-        "COPY bundle/manifests",
+        "COPY manifestz",
+    );
+    // operator-sdk's own layout builds from the project root: `bundle/manifests` resolves.
+    let mut f = files();
+    f.insert(
+        "bundle.Dockerfile".into(),
+        df.replace(
+            "COPY manifests /manifests/",
+            "COPY bundle/manifests /manifests/",
+        )
+        .into_bytes(),
+    );
+    assert!(
+        run(&f).findings.iter().all(|x| x.rule != "dockerfile-copy"),
+        "{}",
+        run(&f).render_text()
     );
 }
 
@@ -346,8 +366,9 @@ fn csv_upgrade_fields_annotations_and_min_kube() {
         v["spec"]["minKubeVersion"] = json!("latest");
     });
     let r = run(&f);
-    expect(&r, "csv-replaces", Severity::Error, CSV, "spec.replaces");
-    expect(&r, "csv-skips", Severity::Error, CSV, "spec.skips[0]");
+    // CSV names need not start with the package name: another operator name is a warning.
+    expect(&r, "csv-replaces", Severity::Warning, CSV, "spec.replaces");
+    expect(&r, "csv-skips", Severity::Warning, CSV, "spec.skips[0]");
     expect(&r, "csv-skips", Severity::Error, CSV, "spec.skips[1]");
     expect(
         &r,
@@ -462,6 +483,24 @@ fn csv_install_modes_examples_required_owned_and_webhooks() {
         CSV,
         "spec.install.strategy",
     );
+    // operator-sdk's own required fields are errors without strict too.
+    let mut f = files();
+    edit(&mut f, CSV, |v| {
+        v.as_object_mut().unwrap().remove("apiVersion");
+        v["spec"]["install"]["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("deployments");
+    });
+    let r = run_default(&f);
+    expect(&r, "csv-required", Severity::Error, CSV, "apiVersion");
+    expect(
+        &r,
+        "csv-required",
+        Severity::Error,
+        CSV,
+        "spec.install.spec.deployments",
+    );
 
     let mut f = files();
     edit(&mut f, CSV, |v| {
@@ -491,7 +530,8 @@ fn csv_install_modes_examples_required_owned_and_webhooks() {
     edit(&mut f, CSV, |v| {
         v["spec"]["customresourcedefinitions"] = json!({})
     });
-    expect(&run(&f), "csv-owned-crds", Severity::Warning, CRD, "");
+    // operator-framework/api validateOwnedCRDs: a shipped CRD the CSV does not own.
+    expect(&run_default(&f), "csv-owned-crds", Severity::Error, CRD, "");
 
     let mut f = files();
     edit(&mut f, CSV, |v| {
@@ -585,9 +625,30 @@ fn crds_and_kube_schemas() {
         "spec.conversion.strategy",
     );
 
+    // apiextensions' own spec validation, as operator-sdk runs it: errors by default.
+    let mut f = files();
+    edit(&mut f, CRD, |v| {
+        v["spec"]["scope"] = json!("Global");
+        v["spec"]["names"]["shortNames"] = json!(["Mc"]);
+    });
+    let r = run_default(&f);
+    expect(&r, "crd-versions", Severity::Error, CRD, "spec.scope");
+    expect(
+        &r,
+        "crd-versions",
+        Severity::Error,
+        CRD,
+        "spec.names.shortNames[0]",
+    );
+
+    let mut f = files();
+    edit(&mut f, SVC, |v| v["spec"]["ports"] = json!("443"));
+    expect(&run(&f), "kube-schema", Severity::Error, SVC, "spec.ports");
+    // Go drops unknown fields when it decodes: a warning even when strict.
     let mut f = files();
     edit(&mut f, SVC, |v| v["spec"]["portz"] = json!([]));
-    expect(&run(&f), "kube-schema", Severity::Error, SVC, "spec");
+    expect(&run(&f), "kube-schema", Severity::Warning, SVC, "spec");
+    assert!(!run(&f).has_errors(), "{}", run(&f).render_text());
 }
 
 #[test]
@@ -815,6 +876,126 @@ fn upgrade_from_a_previous_bundle() {
     );
     let r = run_with(&previous, Some(&f), &[]);
     expect(&r, "upgrade-edge", Severity::Error, CSV, "spec.version");
+}
+
+#[test]
+fn a_folder_inside_manifests_is_an_error_as_upstream() {
+    let mut f = files();
+    add(
+        &mut f,
+        "manifests/extra/cm.yaml",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}}),
+    );
+    expect(
+        &run_default(&f),
+        "manifest-kind",
+        Severity::Error,
+        "manifests/extra",
+        "",
+    );
+    // A ServiceMonitor name longer than 63 characters is a valid DNS-1123 subdomain.
+    let mut f = files();
+    let long = "global-load-balancer-operator-controller-manager-metrics-monitor";
+    add(
+        &mut f,
+        "manifests/sm.yaml",
+        json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+               "metadata": {"name": long}, "spec": {"endpoints": []}}),
+    );
+    let r = run(&f);
+    assert!(
+        r.findings.iter().all(|x| x.rule != "manifest-metadata"),
+        "{}",
+        r.render_text()
+    );
+}
+
+#[test]
+fn stricter_rules_are_warnings_by_default() {
+    // Things operator-sdk accepts: warnings by default, errors only with suite=strict.
+    let mut f = files();
+    edit(&mut f, ANN, |v| {
+        v["annotations"]["operators.operatorframework.io.bundle.channel.default.v1"] = json!("fast")
+    });
+    edit(&mut f, CSV, |v| {
+        v["metadata"]["annotations"]["olm.skipRange"] = json!("<=v0.0.1");
+        v["spec"]["install"]["spec"]["deployments"][0]["spec"]["replicas"] = json!("two");
+    });
+    let r = run_default(&f);
+    assert!(!r.has_errors(), "{}", r.render_text());
+    for (rule, file, path) in [
+        ("bundle-default-channel", ANN, "annotations."),
+        ("dockerfile-labels", "bundle.Dockerfile", "LABEL "),
+        ("csv-skip-range", CSV, "metadata.annotations.olm.skipRange"),
+        (
+            "install-deployments",
+            CSV,
+            "spec.install.spec.deployments[0]",
+        ),
+    ] {
+        expect(&r, rule, Severity::Warning, file, path);
+        expect(&run(&f), rule, Severity::Error, file, path);
+    }
+}
+
+#[test]
+fn yaml_only_go_reads_is_a_warning_with_file_and_line() {
+    let mut f = files();
+    let csv = String::from_utf8(f[CSV].clone()).unwrap();
+    // A duplicate key: Go's decoder keeps the last value, and so do we.
+    let dup = csv.replacen(
+        "kind: ClusterServiceVersion\n",
+        "kind: ClusterServiceVersion\nkind: ClusterServiceVersion\n",
+        1,
+    );
+    f.insert(CSV.into(), dup.into_bytes());
+    let r = run_default(&f);
+    assert!(!r.has_errors(), "{}", r.render_text());
+    expect(&r, "yaml-syntax", Severity::Warning, CSV, "line ");
+}
+
+#[test]
+fn removed_apis_in_the_operatorhub_suite() {
+    let mut f = files();
+    add(
+        &mut f,
+        "manifests/pdb.yaml",
+        json!({"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+               "metadata": {"name": "pdb"}, "spec": {"minAvailable": 1}}),
+    );
+    edit(&mut f, CSV, |v| {
+        v["spec"]["install"]["spec"]["clusterPermissions"][0]["rules"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"apiGroups": ["policy"], "resources": ["podsecuritypolicies"], "verbs": ["use"]}));
+    });
+    let r = run_with(&f, None, &[Suite::OperatorHub]);
+    expect(&r, "removed-api", Severity::Warning, CSV, "");
+    assert!(!r.has_errors(), "{}", r.render_text());
+    // Targeting 1.25 (operator-sdk --optional-values k8s-version=1.25) makes the object an
+    // error; the permission rule stays a warning, as upstream.
+    let b = bundle_from_files(Path::new("b"), &f).unwrap();
+    let options = ValidateOptions {
+        suites: [Suite::OperatorHub].into(),
+        k8s_version: Some("1.25".into()),
+        ..Default::default()
+    };
+    let r = validate_bundle(&b, None, &options);
+    expect(&r, "removed-api", Severity::Error, CSV, "");
+    expect(
+        &r,
+        "removed-api",
+        Severity::Warning,
+        CSV,
+        "spec.install.spec",
+    );
+    assert!(
+        r.findings
+            .iter()
+            .any(|x| x.message.contains("podsecuritypolicies: ([\"ClusterServiceVersion.Spec.InstallStrategy.StrategySpec.ClusterPermissions[0].Rules[")),
+        "{}",
+        r.render_text()
+    );
 }
 
 #[test]

@@ -50,9 +50,50 @@ fn looks_like_json(text: &str) -> bool {
     )
 }
 
+/// Something a parse accepted only by being as lenient as Go's YAML decoder (which
+/// `operator-sdk`, `opm` and the API server's clients use): the input is not strictly valid
+/// YAML, and a stricter tool may refuse it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseWarning {
+    /// File name, `<stdin>`, or another label of the input.
+    pub source_name: String,
+    /// 1-based line the strict parser stopped at, when it said.
+    pub line: Option<u64>,
+    /// What was accepted and how.
+    pub message: String,
+}
+
+impl std::fmt::Display for ParseWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{l}: {}", self.source_name, self.message),
+            None => write!(f, "{}: {}", self.source_name, self.message),
+        }
+    }
+}
+
 /// Parses a stream of documents: JSON values back to back (as `opm render` writes) or
-/// `---`-separated YAML. Empty and null documents are skipped.
+/// `---`-separated YAML. Empty and null documents are skipped. Accepts what Go's YAML decoder
+/// accepts (see [`parse_documents_lenient`]); use that function to learn what was relaxed.
 pub fn parse_documents(source_name: &str, bytes: &[u8]) -> Result<Vec<Value>, ParseDocumentError> {
+    parse_documents_lenient(source_name, bytes).map(|(docs, _)| docs)
+}
+
+/// Like [`parse_documents`], and also returns a [`ParseWarning`] for each leniency the input
+/// needed. Go's decoder (`sigs.k8s.io/yaml` over go-yaml), which every upstream OLM tool uses,
+/// accepts two things YAML 1.2 and serde-saphyr's default mode refuse, and real bundles contain
+/// both:
+/// - duplicate mapping keys: the last value wins, as in Go;
+/// - continuation lines of a multi-line quoted scalar indented no deeper than its key (old
+///   controller-gen output): those lines are re-indented before a second parse. Leading
+///   whitespace of a quoted scalar's continuation line is folded away, so the value is the one
+///   Go decodes.
+///
+/// Each is tried only after the strict parse failed with that specific error.
+pub fn parse_documents_lenient(
+    source_name: &str,
+    bytes: &[u8],
+) -> Result<(Vec<Value>, Vec<ParseWarning>), ParseDocumentError> {
     if bytes.len() > MAX_DOCUMENT_BYTES {
         return Err(ParseDocumentError::new(
             source_name,
@@ -87,17 +128,161 @@ pub fn parse_documents(source_name: &str, bytes: &[u8]) -> Result<Vec<Value>, Pa
             }
         }
         if ok {
-            return Ok(out.into_iter().filter(|v| !v.is_null()).collect());
+            let docs = out.into_iter().filter(|v| !v.is_null()).collect();
+            return Ok((docs, Vec::new()));
         }
     }
-    parse_yaml(source_name, text)
+    parse_yaml_lenient(source_name, text)
 }
 
-fn parse_yaml(source_name: &str, text: &str) -> Result<Vec<Value>, ParseDocumentError> {
-    let docs: Vec<Value> = std::panic::catch_unwind(|| serde_saphyr::from_multiple::<Value>(text))
-        .map_err(|_| ParseDocumentError::new(source_name, "the YAML parser failed on this input"))?
-        .map_err(|e| ParseDocumentError::new(source_name, format!("invalid YAML: {e}")))?;
-    Ok(docs.into_iter().filter(|v| !v.is_null()).collect())
+/// Why a strict YAML parse failed, when it is a leniency Go's decoder has.
+enum Relaxable {
+    DuplicateKey(Option<u64>, String),
+    QuotedIndent(Option<u64>),
+}
+
+type Attempt = Result<Vec<Value>, (ParseDocumentError, Option<Relaxable>)>;
+
+fn parse_yaml_once(source_name: &str, text: &str, last_key_wins: bool) -> Attempt {
+    let parsed = std::panic::catch_unwind(|| {
+        let mut options = serde_saphyr::Options::default();
+        if last_key_wins {
+            options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
+        }
+        serde_saphyr::from_multiple_with_options::<Value>(text, options)
+    })
+    .map_err(|_| {
+        (
+            ParseDocumentError::new(source_name, "the YAML parser failed on this input"),
+            None,
+        )
+    })?;
+    match parsed {
+        Ok(docs) => Ok(docs.into_iter().filter(|v| !v.is_null()).collect()),
+        Err(e) => {
+            let line = e.location().map(|l| l.line());
+            // Matched on the message: the error may come wrapped (with a source snippet).
+            let message = e.to_string();
+            let relax = if let Some(rest) = message.split("duplicate mapping key: ").nth(1) {
+                let key = rest.split([',', '\n']).next().unwrap_or("").to_string();
+                Some(Relaxable::DuplicateKey(line, key))
+            } else if message.contains("invalid indentation in multiline quoted scalar") {
+                Some(Relaxable::QuotedIndent(line))
+            } else {
+                None
+            };
+            Err((
+                ParseDocumentError::new(source_name, format!("invalid YAML: {e}")),
+                relax,
+            ))
+        }
+    }
+}
+
+fn parse_yaml_lenient(
+    source_name: &str,
+    text: &str,
+) -> Result<(Vec<Value>, Vec<ParseWarning>), ParseDocumentError> {
+    let mut warnings = Vec::new();
+    let mut last_key_wins = false;
+    let mut reindented: Option<String> = None;
+    // At most one relaxation of each kind, so at most three attempts.
+    loop {
+        let current = reindented.as_deref().unwrap_or(text);
+        match parse_yaml_once(source_name, current, last_key_wins) {
+            Ok(docs) => return Ok((docs, warnings)),
+            Err((_, Some(Relaxable::DuplicateKey(line, key)))) if !last_key_wins => {
+                last_key_wins = true;
+                warnings.push(ParseWarning {
+                    source_name: source_name.to_string(),
+                    line,
+                    message: format!(
+                        "duplicate mapping key {key:?}: YAML forbids it; the last value is used, as Go's decoder (operator-sdk, opm, kubectl) does"
+                    ),
+                });
+            }
+            Err((_, Some(Relaxable::QuotedIndent(line)))) if reindented.is_none() => {
+                reindented = Some(reindent_quoted_continuations(text));
+                warnings.push(ParseWarning {
+                    source_name: source_name.to_string(),
+                    line,
+                    message: "a continuation line of a multi-line quoted scalar is not indented deeper than its key (old controller-gen output): YAML forbids it; read as Go's decoder reads it".to_string(),
+                });
+            }
+            Err((e, _)) => return Err(e),
+        }
+    }
+}
+
+/// An unclosed quoted scalar: its quote character and the column of its key.
+struct OpenQuote {
+    quote: char,
+    key_column: usize,
+}
+
+/// Scans `s` (the text after an opening quote, or a continuation line) for the closing quote;
+/// true when the scalar closes in `s`.
+fn closes_quote(s: &str, quote: char) -> bool {
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        // `\x` escapes in double quotes and `''` in single quotes do not close the scalar.
+        let escaped = (quote == '"' && c == '\\')
+            || (quote == '\'' && c == '\'' && chars.peek() == Some(&'\''));
+        if escaped {
+            chars.next();
+        } else if c == quote {
+            return true;
+        }
+    }
+    false
+}
+
+/// The quoted scalar a line opens and leaves unclosed (`key: 'text...` or `- key: "text...`).
+fn opens_quote(line: &str) -> Option<OpenQuote> {
+    let body = line.trim_start();
+    let mut key_column = line.len() - body.len();
+    let mut rest = body;
+    while let Some(r) = rest.strip_prefix("- ") {
+        let trimmed = r.trim_start();
+        key_column += rest.len() - trimmed.len();
+        rest = trimmed;
+    }
+    if rest.starts_with('#') {
+        return None;
+    }
+    let colon = rest.find(": ")?;
+    let value = rest[colon + 1..].trim_start();
+    let quote = value.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+    (!closes_quote(&value[1..], quote)).then_some(OpenQuote { quote, key_column })
+}
+
+/// Indents every continuation line of a multi-line quoted scalar two columns deeper than its
+/// key when it is not deeper already. Used only after the strict parse failed on exactly that.
+fn reindent_quoted_continuations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 1024);
+    let mut open: Option<OpenQuote> = None;
+    for line in text.split_inclusive('\n') {
+        match &open {
+            None => {
+                open = opens_quote(line);
+                out.push_str(line);
+            }
+            Some(q) => {
+                let body = line.trim_start_matches([' ', '\t']);
+                let indent = line.len() - body.len();
+                if indent <= q.key_column && !body.trim().is_empty() {
+                    out.push_str(&" ".repeat(q.key_column + 2));
+                    out.push_str(body);
+                } else {
+                    out.push_str(line);
+                }
+                if closes_quote(body, q.quote) {
+                    open = None;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Parses exactly one document.
@@ -105,6 +290,23 @@ pub fn parse_document(source_name: &str, bytes: &[u8]) -> Result<Value, ParseDoc
     let mut docs = parse_documents(source_name, bytes)?;
     match docs.len() {
         1 => Ok(docs.remove(0)),
+        0 => Err(ParseDocumentError::new(source_name, "no document found")),
+        n => Err(ParseDocumentError::new(
+            source_name,
+            format!("expected one document, found {n}"),
+        )),
+    }
+}
+
+/// Like [`parse_document`], and also returns what had to be read leniently
+/// ([`parse_documents_lenient`]).
+pub fn parse_document_lenient(
+    source_name: &str,
+    bytes: &[u8],
+) -> Result<(Value, Vec<ParseWarning>), ParseDocumentError> {
+    let (mut docs, warnings) = parse_documents_lenient(source_name, bytes)?;
+    match docs.len() {
+        1 => Ok((docs.remove(0), warnings)),
         0 => Err(ParseDocumentError::new(source_name, "no document found")),
         n => Err(ParseDocumentError::new(
             source_name,
@@ -194,6 +396,53 @@ mod tests {
         let v = serde_json::json!({"on": "yes", "n": "0123", "t": true});
         let y = to_yaml("x", &v).unwrap();
         assert_eq!(parse_document("y", y.as_bytes()).unwrap(), v);
+    }
+
+    #[test]
+    fn duplicate_keys_last_wins_with_a_warning() {
+        let (docs, warnings) =
+            parse_documents_lenient("sa.yaml", b"kind: A\nmetadata:\n  name: x\nkind: B\n")
+                .unwrap();
+        assert_eq!(docs[0]["kind"], "B");
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(warnings[0].line, Some(4));
+        assert!(
+            warnings[0]
+                .to_string()
+                .starts_with("sa.yaml:4: duplicate mapping key \"kind\"")
+        );
+        // The plain API is lenient too, and strict input gives no warning.
+        assert_eq!(
+            parse_documents("sa.yaml", b"a: 1\na: 2\n").unwrap()[0]["a"],
+            2
+        );
+        assert!(
+            parse_documents_lenient("ok.yaml", b"a: 1\n")
+                .unwrap()
+                .1
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn quoted_continuations_at_the_key_indent_read_as_go_does() {
+        let text = "spec:\n  d: 'Specifies if the root\n  should be read-only. It''s\n  10.9.'\n  t: boolean\n  e: \"a\n  b\"\n";
+        let (docs, warnings) = parse_documents_lenient("crd.yaml", text.as_bytes()).unwrap();
+        assert_eq!(
+            docs[0]["spec"]["d"],
+            "Specifies if the root should be read-only. It's 10.9."
+        );
+        assert_eq!(docs[0]["spec"]["e"], "a b");
+        assert_eq!(docs[0]["spec"]["t"], "boolean");
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].message.contains("quoted scalar"),
+            "{:?}",
+            warnings
+        );
+        // A genuinely broken file still fails, naming the source.
+        let e = parse_documents_lenient("bad.yaml", b"a: 'open\nb: [\n").unwrap_err();
+        assert!(e.to_string().starts_with("bad.yaml: "));
     }
 
     proptest! {

@@ -1,10 +1,13 @@
 //! CRD checks: the Kubernetes schema, version bookkeeping, conversion wiring, and the other
 //! manifests against their Kubernetes schemas.
 //!
-//! operator-framework/api validates CRDs with the API server's own validation
-//! (`ValidateCustomResourceDefinition`); here the equivalent structural rules are the strict
-//! apiextensions/v1 JSON schema plus the invariants the schema cannot express (exactly one
-//! storage version, name = `<plural>.<group>`, unique version names).
+//! operator-framework/api `validateInternalCRD` (`pkg/validation/internal/crd.go`) runs the API
+//! server's own `ValidateCustomResourceDefinition` on the defaulted CRD and keeps every error
+//! outside `openAPIV3Schema` and `status`: those are errors here too (name =
+//! `<plural>.<group>`, exactly one storage version, unique versions, conversion review
+//! versions, `preserveUnknownFields` not true, which v1beta1 defaults to). The strict
+//! apiextensions/v1 JSON schema and the Kubernetes schemas of other kinds are bundle-tool's
+//! own checks: Go drops unknown fields when it decodes, so they are warnings unless strict.
 
 use super::{Ctx, hint};
 use crate::json::{arr_at, str_at};
@@ -24,6 +27,25 @@ pub(crate) struct CrdFacts<'a> {
     pub conversion_webhook: bool,
 }
 
+/// (name, served, storage) of each version; a v1beta1 CRD with only `spec.version` has that
+/// one version, served and stored (as apiextensions defaulting makes it).
+fn crd_versions(o: &Value) -> Vec<(&str, bool, bool)> {
+    let versions: Vec<(&str, bool, bool)> = arr_at(o, "/spec/versions")
+        .iter()
+        .map(|v| {
+            (
+                str_at(v, "/name").unwrap_or(""),
+                v.get("served") == Some(&Value::Bool(true)),
+                v.get("storage") == Some(&Value::Bool(true)),
+            )
+        })
+        .collect();
+    match str_at(o, "/spec/version") {
+        Some(v) if versions.is_empty() && !v.is_empty() => vec![(v, true, true)],
+        _ => versions,
+    }
+}
+
 pub(crate) fn crd_facts(manifests: &[Manifest]) -> Vec<CrdFacts<'_>> {
     manifests
         .iter()
@@ -35,16 +57,7 @@ pub(crate) fn crd_facts(manifests: &[Manifest]) -> Vec<CrdFacts<'_>> {
                 name: m.name(),
                 group: str_at(o, "/spec/group").unwrap_or(""),
                 kind: str_at(o, "/spec/names/kind").unwrap_or(""),
-                versions: arr_at(o, "/spec/versions")
-                    .iter()
-                    .map(|v| {
-                        (
-                            str_at(v, "/name").unwrap_or(""),
-                            v.get("served") == Some(&Value::Bool(true)),
-                            v.get("storage") == Some(&Value::Bool(true)),
-                        )
-                    })
-                    .collect(),
+                versions: crd_versions(o),
                 conversion_webhook: str_at(o, "/spec/conversion/strategy") == Some("Webhook"),
             }
         })
@@ -52,20 +65,23 @@ pub(crate) fn crd_facts(manifests: &[Manifest]) -> Vec<CrdFacts<'_>> {
 }
 
 fn schema_findings(ctx: &mut Ctx, m: &Manifest, rule: &str) {
-    if let Some(result) = schemas::validate_kube(&m.object) {
+    // Checked as Go decodes the object: `null`s are zero values; unknown fields (a leftover
+    // v1beta1 `version` in a v1 CRD) are dropped, so they are warnings even when strict.
+    if let Some(result) = schemas::validate_kube(&crate::json::without_nulls(&m.object)) {
         match result {
             Ok(violations) => {
                 for v in violations {
-                    ctx.error(
-                        rule,
-                        Some(&m.file),
-                        Some(&v.path),
-                        format!("{} {}: {}", m.kind(), m.name(), v.message),
-                    );
+                    let msg = format!("{} {}: {}", m.kind(), m.name(), v.message);
+                    if crate::json::is_unknown_field(&v.message) {
+                        let msg = format!("{msg} (ignored: Go drops unknown fields)");
+                        ctx.warning(rule, Some(&m.file), Some(&v.path), msg);
+                    } else {
+                        ctx.stricter(rule, Some(&m.file), Some(&v.path), msg);
+                    }
                 }
             }
             Err(e) => {
-                ctx.error(
+                ctx.warning(
                     rule,
                     Some(&m.file),
                     None,
@@ -73,6 +89,115 @@ fn schema_findings(ctx: &mut Ctx, m: &Manifest, rule: &str) {
                 );
             }
         }
+    }
+}
+
+/// apiextensions `ValidateCustomResourceDefinitionSpec` refuses `preserveUnknownFields: true`
+/// ("set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead"),
+/// and v1beta1 defaulting sets it to true when it is not given.
+fn preserve_unknown_fields(ctx: &mut Ctx, m: &Manifest, v1: bool) {
+    let value = m.object.pointer("/spec/preserveUnknownFields");
+    let is_true = match value {
+        Some(Value::Bool(b)) => *b,
+        None | Some(Value::Null) => !v1,
+        Some(_) => false,
+    };
+    if is_true {
+        let defaulted = if value.is_none_or(Value::is_null) {
+            " (the apiextensions.k8s.io/v1beta1 default)"
+        } else {
+            ""
+        };
+        let f = ctx.error(
+            "crd-versions",
+            Some(&m.file),
+            Some("spec.preserveUnknownFields"),
+            format!("CRD {}: spec.preserveUnknownFields: Invalid value: true{defaulted}: cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead", m.name()),
+        );
+        hint(
+            f,
+            "set spec.preserveUnknownFields: false, or better migrate the CRD to apiextensions.k8s.io/v1",
+        );
+    }
+}
+
+/// Why `s` is not a DNS-1035 label (at most 63 characters of `[a-z0-9-]`, starting with a
+/// letter, ending alphanumeric), or `None`.
+fn dns1035_label_problem(s: &str) -> Option<String> {
+    crate::naming::dns1123_label_problem(s).or_else(|| {
+        (!s.starts_with(|c: char| c.is_ascii_lowercase()))
+            .then(|| format!("{s:?} must start with a lower case letter (DNS-1035 label)"))
+    })
+}
+
+/// apiextensions `ValidateCustomResourceDefinitionSpec` and `...Names`, as operator-framework/api
+/// `validateInternalCRD` runs them on the defaulted CRD: the group is a DNS subdomain with a
+/// dot, the scope is Cluster or Namespaced, plural/kind are set, names, short names,
+/// categories and version names are DNS-1035 labels (kinds compared lower-cased).
+fn spec_names(ctx: &mut Ctx, m: &Manifest) {
+    let o = &m.object;
+    let file = Some(m.file.as_str());
+    let mut problems: Vec<(String, String)> = Vec::new();
+    match str_at(o, "/spec/group").unwrap_or("") {
+        "" => problems.push(("spec.group".into(), "Required value".into())),
+        g => {
+            if let Some(p) = crate::naming::dns1123_subdomain_problem(g) {
+                problems.push(("spec.group".into(), p));
+            } else if !g.contains('.') {
+                problems.push((
+                    "spec.group".into(),
+                    "should be a domain with at least one dot".into(),
+                ));
+            }
+        }
+    }
+    let scope = str_at(o, "/spec/scope").unwrap_or("");
+    if scope != "Cluster" && scope != "Namespaced" {
+        problems.push((
+            "spec.scope".into(),
+            format!("Unsupported value: {scope:?}: supported values: \"Cluster\", \"Namespaced\""),
+        ));
+    }
+    for (key, required, lower) in [
+        ("plural", true, false),
+        ("singular", false, false),
+        ("kind", true, true),
+        ("listKind", false, true),
+    ] {
+        match str_at(o, &format!("/spec/names/{key}")).unwrap_or("") {
+            "" if required => problems.push((format!("spec.names.{key}"), "Required value".into())),
+            "" => {}
+            v => {
+                let v = if lower {
+                    v.to_lowercase()
+                } else {
+                    v.to_string()
+                };
+                if let Some(p) = dns1035_label_problem(&v) {
+                    problems.push((format!("spec.names.{key}"), p));
+                }
+            }
+        }
+    }
+    for key in ["shortNames", "categories"] {
+        for (i, v) in arr_at(o, &format!("/spec/names/{key}")).iter().enumerate() {
+            if let Some(p) = dns1035_label_problem(v.as_str().unwrap_or("")) {
+                problems.push((format!("spec.names.{key}[{i}]"), p));
+            }
+        }
+    }
+    for (i, v) in arr_at(o, "/spec/versions").iter().enumerate() {
+        if let Some(p) = dns1035_label_problem(str_at(v, "/name").unwrap_or("")) {
+            problems.push((format!("spec.versions[{i}].name"), p));
+        }
+    }
+    for (path, p) in problems {
+        ctx.error(
+            "crd-versions",
+            file,
+            Some(&path),
+            format!("CRD {}: {path}: {p}", m.name()),
+        );
     }
 }
 
@@ -100,19 +225,22 @@ pub(crate) fn check(ctx: &mut Ctx) {
     for crd in &crds {
         let m = crd.manifest;
         let file = Some(m.file.as_str());
-        if m.api_version() != "apiextensions.k8s.io/v1" {
-            // Reported by `deprecated-api` for v1beta1; anything else is unknown to OLM.
-            if m.api_version() != "apiextensions.k8s.io/v1beta1" {
-                ctx.error(
-                    "crd-versions",
-                    file,
-                    Some("apiVersion"),
-                    format!("unsupported CRD apiVersion {:?}", m.api_version()),
-                );
-            }
+        let v1 = m.api_version() == "apiextensions.k8s.io/v1";
+        if !v1 && m.api_version() != "apiextensions.k8s.io/v1beta1" {
+            // operator-framework/api `loadBundle`: "unsupported CRD version".
+            ctx.error(
+                "crd-versions",
+                file,
+                Some("apiVersion"),
+                format!("unsupported CRD version {:?}", m.api_version()),
+            );
             continue;
         }
-        schema_findings(ctx, m, "crd-schema");
+        if v1 {
+            schema_findings(ctx, m, "crd-schema");
+        }
+        preserve_unknown_fields(ctx, m, v1);
+        spec_names(ctx, m);
         if !crd.group.is_empty() {
             let plural = str_at(&m.object, "/spec/names/plural").unwrap_or("");
             let want = format!("{plural}.{}", crd.group);
@@ -180,7 +308,8 @@ pub(crate) fn check(ctx: &mut Ctx) {
             }
         }
         if crd.conversion_webhook && !webhook_crds.iter().any(|n| n == crd.name) {
-            let f = ctx.error(
+            // operator-sdk accepts it; OLM installs the CRD with a webhook nobody serves.
+            let f = ctx.stricter(
                 "crd-conversion",
                 file,
                 Some("spec.conversion.strategy"),
@@ -192,6 +321,7 @@ pub(crate) fn check(ctx: &mut Ctx) {
             );
         }
         if crd.conversion_webhook
+            && v1
             && arr_at(
                 &m.object,
                 "/spec/conversion/webhook/conversionReviewVersions",

@@ -1,8 +1,11 @@
 //! ClusterServiceVersion checks.
 //!
-//! operator-framework/api `CSVValidator` (name format, replaces, examples, install modes,
-//! annotation case, minKubeVersion), `BundleValidator` (owned CRDs against shipped CRDs) and
-//! OLM's schema for the CSV itself, plus what OLM checks when it installs webhooks.
+//! operator-framework/api `CSVValidator` (`pkg/validation/internal/csv.go` `validateCSV`: name
+//! format, replaces, examples, install modes, annotation case, minKubeVersion, required fields)
+//! and `BundleValidator` (`bundle.go` `validateOwnedCRDs`: owned CRDs against shipped CRDs) are
+//! errors as upstream has them. OLM's schema for the CSV, naming conventions, upgrade edges and
+//! what OLM checks when it installs webhooks are bundle-tool's own: warnings, errors with
+//! `suite=strict`.
 
 use super::crd::crd_facts;
 use super::format::parse_tolerant;
@@ -31,15 +34,41 @@ const INSTALL_MODES: [&str; 4] = [
     "AllNamespaces",
 ];
 
+/// operator-framework/api `parseCSVNameFormat`: `IsDNS1123Subdomain` and `IsValidLabelValue`
+/// (a label value is at most 63 characters; the subdomain syntax already implies its charset).
+fn csv_name_problem(name: &str) -> Option<String> {
+    crate::naming::dns1123_subdomain_problem(name).or_else(|| {
+        (name.len() > 63).then(|| {
+            "must be no more than 63 characters (OLM uses it as a label value)".to_string()
+        })
+    })
+}
+
 fn schema(ctx: &mut Ctx, file: &str) {
-    match schemas::validate_csv(ctx.csv_obj()) {
+    // The CSV as Go decodes it into `v1alpha1.ClusterServiceVersion`: `null`s are zero
+    // values, and fields Go requires are always present afterwards (a missing
+    // `resources[].name` of a built-in kind decodes to ""), so "required property" cannot
+    // fail for the object OLM stores; unknown fields are dropped (a warning, even if strict).
+    match schemas::validate_csv(&crate::json::without_nulls(ctx.csv_obj())) {
         Ok(violations) => {
             for v in violations {
-                ctx.error("csv-schema", Some(file), Some(&v.path), v.message);
+                if v.message.ends_with("is a required property") {
+                    continue;
+                }
+                if crate::json::is_unknown_field(&v.message) {
+                    ctx.warning(
+                        "csv-schema",
+                        Some(file),
+                        Some(&v.path),
+                        format!("{} (ignored: Go drops unknown fields)", v.message),
+                    );
+                } else {
+                    ctx.stricter("csv-schema", Some(file), Some(&v.path), v.message);
+                }
             }
         }
         Err(e) => {
-            ctx.error(
+            ctx.warning(
                 "csv-schema",
                 Some(file),
                 None,
@@ -53,14 +82,24 @@ fn names(ctx: &mut Ctx, file: &str) {
     let csv = ctx.csv_obj();
     let name = str_at(csv, "/metadata/name").unwrap_or("");
     let f = Some(file);
+    // operator-framework/api `parseCSVNameFormat`: a DNS-1123 subdomain that is also a valid
+    // label value (OLM copies it into labels, so at most 63 characters).
+    if let Some(p) = csv_name_problem(name) {
+        ctx.error(
+            "csv-name",
+            f,
+            Some("metadata.name"),
+            format!("metadata.name {name:?} is invalid: {p}"),
+        );
+    }
     let parsed = match parse_csv_name(name) {
         Ok(p) => Some(p),
-        Err(e) => {
-            let fi = ctx.error(
+        Err(e) if csv_name_problem(name).is_none() => {
+            let fi = ctx.warning(
                 "csv-name",
                 f,
                 Some("metadata.name"),
-                format!("metadata.name {e}"),
+                format!("metadata.name {e}; the convention is <operator>.v<semver>"),
             );
             hint(
                 fi,
@@ -68,15 +107,10 @@ fn names(ctx: &mut Ctx, file: &str) {
             );
             None
         }
+        Err(_) => None,
     };
-    if name.len() > 63 {
-        ctx.error(
-            "csv-name",
-            f,
-            Some("metadata.name"),
-            format!("metadata.name {name:?} is invalid: must be no more than 63 characters (OLM copies it into label values)"),
-        );
-    }
+    // A version that is not semver makes Go's decoding of the CSV fail (an upstream error);
+    // a missing one is allowed upstream (`version` is omitempty).
     let version = match csv.pointer("/spec/version") {
         Some(Value::String(v)) => match semver::Version::parse(v) {
             Ok(v) => Some(v),
@@ -90,12 +124,12 @@ fn names(ctx: &mut Ctx, file: &str) {
                 None
             }
         },
-        None => {
-            ctx.error(
+        None | Some(Value::Null) => {
+            ctx.stricter(
                 "csv-version",
                 f,
                 Some("spec.version"),
-                "spec.version is required: OLM orders bundles by it",
+                "spec.version is not set: OLM orders bundles by it",
             );
             None
         }
@@ -135,15 +169,26 @@ fn names(ctx: &mut Ctx, file: &str) {
             format!("CSV name {name:?} does not start with the package name {pkg:?}; the convention is <package>.v<version>"),
         );
     }
-    let pkg_for_edges = package.unwrap_or(own_package);
+    // Upgrade edges name CSVs, whose names need not start with the package name: compare
+    // with this CSV's own operator part.
+    let pkg_for_edges = own_package;
+    let _ = package;
     if let Some(r) = csv
         .pointer("/spec/replaces")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
     {
+        if let Some(p) = csv_name_problem(r) {
+            ctx.error(
+                "csv-replaces",
+                f,
+                Some("spec.replaces"),
+                format!("spec.replaces {r:?} is invalid: {p}"),
+            );
+        }
         match parse_csv_name(r) {
             Err(e) => {
-                ctx.error(
+                ctx.stricter(
                     "csv-replaces",
                     f,
                     Some("spec.replaces"),
@@ -152,7 +197,7 @@ fn names(ctx: &mut Ctx, file: &str) {
             }
             Ok(_) => {
                 if r == name {
-                    ctx.error(
+                    ctx.stricter(
                         "csv-replaces",
                         f,
                         Some("spec.replaces"),
@@ -160,13 +205,13 @@ fn names(ctx: &mut Ctx, file: &str) {
                     );
                 }
                 if package_of_csv_name(r) != pkg_for_edges {
-                    let fi = ctx.error(
+                    let fi = ctx.warning(
                         "csv-replaces",
                         f,
                         Some("spec.replaces"),
-                        format!("spec.replaces {r:?} is not a CSV of package {pkg_for_edges:?}; OLM only upgrades within a package"),
+                        format!("spec.replaces {r:?} does not share this CSV's operator name {pkg_for_edges:?}; check it names a CSV of the same package"),
                     );
-                    hint(fi, format!("use {pkg_for_edges}.v<previous version>"));
+                    hint(fi, format!("usually {pkg_for_edges}.v<previous version>"));
                 }
             }
         }
@@ -175,7 +220,7 @@ fn names(ctx: &mut Ctx, file: &str) {
         let path = format!("spec.skips[{i}]");
         match s.as_str() {
             None | Some("") => {
-                ctx.error(
+                ctx.stricter(
                     "csv-skips",
                     f,
                     Some(&path),
@@ -191,11 +236,11 @@ fn names(ctx: &mut Ctx, file: &str) {
                         format!("{s:?} is not shaped <package>.v<semver>"),
                     );
                 } else if package_of_csv_name(s) != pkg_for_edges {
-                    ctx.error(
+                    ctx.warning(
                         "csv-skips",
                         f,
                         Some(&path),
-                        format!("{s:?} is not a CSV of package {pkg_for_edges:?}"),
+                        format!("{s:?} does not share this CSV's operator name {pkg_for_edges:?}; check it names a CSV of the same package"),
                     );
                 }
             }
@@ -204,7 +249,8 @@ fn names(ctx: &mut Ctx, file: &str) {
     if let Some(r) = str_at(csv, "/metadata/annotations/olm.skipRange")
         && let Err(e) = SemverRange::parse(r)
     {
-        let fi = ctx.error(
+        // operator-sdk does not parse it; OLM and opm refuse the bundle's upgrade edges.
+        let fi = ctx.stricter(
             "csv-skip-range",
             f,
             Some("metadata.annotations.olm.skipRange"),
@@ -255,18 +301,49 @@ fn annotations(ctx: &mut Ctx, file: &str) {
     }
 }
 
-fn min_kube(ctx: &mut Ctx, file: &str) {
-    if let Some(v) = str_at(ctx.csv_obj(), "/spec/minKubeVersion")
-        && !v.trim().is_empty()
-        && parse_tolerant(v).is_none()
-    {
-        ctx.error(
-            "csv-min-kube-version",
-            Some(file),
-            Some("spec.minKubeVersion"),
-            format!("csv.Spec.MinKubeVersion has an invalid value: {v}"),
-        );
+/// What operator-framework/api says when `spec.minKubeVersion` is empty (a warning).
+pub(crate) const MIN_KUBE_NOT_INFORMED: &str = "csv.Spec.minKubeVersion is not informed. It is recommended you provide this information. Otherwise, it would mean that your operator project can be distributed and installed in any cluster version available, which is not necessarily the case for all projects.";
+
+/// operator-framework/api `validateMinKubeVersion`: a warning when empty, an error when blang
+/// `semver.Parse` (strict: `1.25` and `v1.25.0` fail) refuses it.
+pub(crate) fn min_kube_findings(ctx: &mut Ctx, file: &str, rule: &str) {
+    match str_at(ctx.csv_obj(), "/spec/minKubeVersion") {
+        None => {
+            ctx.warning(
+                rule,
+                Some(file),
+                Some("spec.minKubeVersion"),
+                MIN_KUBE_NOT_INFORMED,
+            );
+        }
+        Some(v) if v.trim().is_empty() => {
+            ctx.warning(
+                rule,
+                Some(file),
+                Some("spec.minKubeVersion"),
+                MIN_KUBE_NOT_INFORMED,
+            );
+        }
+        Some(v) if semver::Version::parse(v).is_err() => {
+            let fi = ctx.error(
+                rule,
+                Some(file),
+                Some("spec.minKubeVersion"),
+                format!("csv.Spec.MinKubeVersion has an invalid value: {v}"),
+            );
+            if parse_tolerant(v).is_some() {
+                hint(
+                    fi,
+                    "write all three parts, e.g. 1.25.0 (operator-sdk parses it strictly)",
+                );
+            }
+        }
+        Some(_) => {}
     }
+}
+
+fn min_kube(ctx: &mut Ctx, file: &str) {
+    min_kube_findings(ctx, file, "csv-min-kube-version");
 }
 
 fn install_modes(ctx: &mut Ctx, file: &str) {
@@ -290,8 +367,9 @@ fn install_modes(ctx: &mut Ctx, file: &str) {
     let mut supported = BTreeSet::new();
     for (i, m) in modes.iter().enumerate() {
         let t = str_at(m, "/type").unwrap_or("");
+        // Upstream never reports duplicates (its set is never filled) nor unknown types.
         if !seen.insert(t) {
-            ctx.error(
+            ctx.stricter(
                 "csv-install-modes",
                 f,
                 Some(&format!("spec.installModes[{i}]")),
@@ -299,7 +377,7 @@ fn install_modes(ctx: &mut Ctx, file: &str) {
             );
         }
         if !INSTALL_MODES.contains(&t) {
-            ctx.error(
+            ctx.stricter(
                 "csv-install-modes",
                 f,
                 Some(&format!("spec.installModes[{i}].type")),
@@ -396,32 +474,35 @@ fn examples(ctx: &mut Ctx, file: &str) {
         );
         return;
     };
-    let parsed = if text.trim().is_empty() {
+    // operator-framework/api `validateExamplesAnnotations`: the text must be JSON
+    // (`validateJSON`; empty is allowed) holding a list of objects.
+    let parsed: Result<Value, String> = if text.is_empty() {
         Ok(Value::Array(Vec::new()))
     } else {
-        olmkit_core::docs::parse_document(key, text.as_bytes())
+        serde_json::from_str(text).map_err(|e| {
+            format!(
+                "invalid example: invalid JSON at line {} column {}: {e}",
+                e.line(),
+                e.column()
+            )
+        })
     };
     let list = match parsed {
-        Ok(Value::Array(a)) => a,
+        Ok(Value::Array(a)) if a.iter().all(Value::is_object) => a,
         Ok(other) => {
             ctx.error(
                 "csv-examples",
                 f,
                 Some(&path),
                 format!(
-                    "error decoding example CustomResource: expected a list, found {}",
+                    "error decoding example CustomResource: expected a list of objects, found {}",
                     crate::json::type_name(&other)
                 ),
             );
             return;
         }
-        Err(e) => {
-            let fi = ctx.error(
-                "csv-examples",
-                f,
-                Some(&path),
-                format!("error decoding example CustomResource: {}", e.message),
-            );
+        Err(msg) => {
+            let fi = ctx.error("csv-examples", f, Some(&path), msg);
             hint(fi, "alm-examples must be a JSON list of custom resources");
             return;
         }
@@ -472,27 +553,64 @@ fn examples(ctx: &mut Ctx, file: &str) {
 fn required(ctx: &mut Ctx, file: &str) {
     let csv = ctx.csv_obj();
     let f = Some(file);
-    if str_at(csv, "/spec/displayName").is_none_or(|s| s.trim().is_empty()) {
+    // operator-framework/api `validateVersionKind`.
+    if str_at(csv, "/apiVersion").is_none_or(str::is_empty) {
         ctx.error(
             "csv-required",
             f,
-            Some("spec.displayName"),
-            "spec.displayName is required: OperatorHub and the console show it",
+            Some("apiVersion"),
+            "'apiVersion' is missing",
         );
+    }
+    // operator-framework/api `checkEmptyFields`: fields without `omitempty` must not be zero.
+    match str_at(csv, "/spec/displayName") {
+        None | Some("") => {
+            ctx.error(
+                "csv-required",
+                f,
+                Some("spec.displayName"),
+                "required field missing: Spec.DisplayName (OperatorHub and the console show it)",
+            );
+        }
+        Some(s) if s.trim().is_empty() => {
+            ctx.stricter(
+                "csv-required",
+                f,
+                Some("spec.displayName"),
+                "spec.displayName is blank: OperatorHub and the console show it",
+            );
+        }
+        Some(_) => {}
     }
     match str_at(csv, "/spec/install/strategy") {
         Some("deployment") => {}
-        Some(other) => {
-            ctx.error("csv-required", f, Some("spec.install.strategy"), format!("install strategy {other:?} is not supported; OLM installs the \"deployment\" strategy"));
-        }
-        None => {
+        None | Some("") => {
             ctx.error(
                 "csv-required",
                 f,
                 Some("spec.install.strategy"),
-                "spec.install.strategy is required (deployment)",
+                "required field missing: Spec.InstallStrategy.StrategyName (deployment)",
             );
         }
+        Some(other) => {
+            ctx.stricter("csv-required", f, Some("spec.install.strategy"), format!("install strategy {other:?} is not supported; OLM installs the \"deployment\" strategy"));
+        }
+    }
+    let install_spec_set = csv
+        .pointer("/spec/install/spec")
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.values().any(|v| !v.is_null()));
+    if install_spec_set
+        && csv
+            .pointer("/spec/install/spec/deployments")
+            .is_none_or(Value::is_null)
+    {
+        ctx.error(
+            "csv-required",
+            f,
+            Some("spec.install.spec.deployments"),
+            "required field missing: Spec.InstallStrategy.StrategySpec.DeploymentSpecs",
+        );
     }
 }
 
@@ -517,6 +635,8 @@ fn owned_crds(ctx: &mut Ctx, file: &str) {
     }
     let owned = owned_keys(csv);
     let mut owned_set = BTreeSet::new();
+    // Group/kinds of owned entries that matched a shipped CRD version (upstream `ownedGVSet`).
+    let mut owned_found_kinds: BTreeSet<(String, String)> = BTreeSet::new();
     for (i, g, v, k) in &owned {
         let path = format!("spec.customresourcedefinitions.owned[{i}]");
         let name = arr_at(csv, "/spec/customresourcedefinitions/owned")
@@ -542,6 +662,7 @@ fn owned_crds(ctx: &mut Ctx, file: &str) {
         }
         if let Some(n) = shipped.get_mut(&(g.clone(), v.clone(), k.clone())) {
             *n += 1;
+            owned_found_kinds.insert((g.clone(), k.clone()));
         } else {
             let fi = ctx.error(
                 "csv-owned-crds",
@@ -555,22 +676,27 @@ fn owned_crds(ctx: &mut Ctx, file: &str) {
             );
         }
     }
-    let owned_kinds: BTreeSet<(String, String)> = owned
-        .iter()
-        .map(|(_, g, _, k)| (g.clone(), k.clone()))
-        .collect();
+    // operator-framework/api `validateOwnedCRDs`: every version of a shipped CRD whose
+    // group/kind no owned entry matched is an error (required CRDs do not count: OLM would
+    // install the CRD without any CSV owning it).
     for crd in &crds {
         let gk = (crd.group.to_string(), crd.kind.to_string());
-        if !owned_kinds.contains(&gk) {
-            ctx.warning(
-                "csv-owned-crds",
-                Some(&crd.manifest.file),
-                None,
-                format!(
-                    "CRD {} is present in bundle but not defined in CSV",
-                    crd.name
-                ),
-            );
+        if !owned_found_kinds.contains(&gk) {
+            for (v, _, _) in &crd.versions {
+                let fi = ctx.error(
+                    "csv-owned-crds",
+                    Some(&crd.manifest.file),
+                    None,
+                    format!(
+                        "CRD \"{}/{v}, Kind={}\" is present in bundle but not defined in CSV",
+                        crd.group, crd.kind
+                    ),
+                );
+                hint(
+                    fi,
+                    "list it in spec.customresourcedefinitions.owned, or drop the CRD from the bundle",
+                );
+            }
             continue;
         }
         for (v, served, _) in &crd.versions {
@@ -607,7 +733,7 @@ fn webhooks(ctx: &mut Ctx, file: &str) {
         let gname = str_at(w, "/generateName").unwrap_or("");
         let wtype = str_at(w, "/type").unwrap_or("");
         if let Some(prev) = names.insert(gname.to_string(), i) {
-            ctx.error(
+            ctx.stricter(
                 "csv-webhooks",
                 f,
                 Some(&format!("{base}.generateName")),
@@ -616,7 +742,7 @@ fn webhooks(ctx: &mut Ctx, file: &str) {
         }
         let dep = str_at(w, "/deploymentName").unwrap_or("");
         if !deployments.contains(dep) {
-            let fi = ctx.error(
+            let fi = ctx.stricter(
                 "csv-webhooks",
                 f,
                 Some(&format!("{base}.deploymentName")),
@@ -630,7 +756,7 @@ fn webhooks(ctx: &mut Ctx, file: &str) {
         if let Some(p) = w.get("containerPort").and_then(Value::as_i64)
             && !(1..=65535).contains(&p)
         {
-            ctx.error(
+            ctx.stricter(
                 "csv-webhooks",
                 f,
                 Some(&format!("{base}.containerPort")),
@@ -641,7 +767,7 @@ fn webhooks(ctx: &mut Ctx, file: &str) {
             "ConversionWebhook" => {
                 let conv = arr_at(w, "/conversionCRDs");
                 if conv.is_empty() {
-                    ctx.error(
+                    ctx.stricter(
                         "csv-webhooks",
                         f,
                         Some(&format!("{base}.conversionCRDs")),
@@ -651,7 +777,7 @@ fn webhooks(ctx: &mut Ctx, file: &str) {
                 for (j, c) in conv.iter().enumerate() {
                     let c = c.as_str().unwrap_or("");
                     if !crd_names.contains(c) || !owned_names.contains(c) {
-                        ctx.error(
+                        ctx.stricter(
                             "csv-webhooks",
                             f,
                             Some(&format!("{base}.conversionCRDs[{j}]")),
@@ -662,7 +788,7 @@ fn webhooks(ctx: &mut Ctx, file: &str) {
             }
             "ValidatingAdmissionWebhook" | "MutatingAdmissionWebhook" => {
                 if w.get("sideEffects").is_none() {
-                    ctx.error(
+                    ctx.stricter(
                         "csv-webhooks",
                         f,
                         Some(&format!("{base}.sideEffects")),
@@ -670,7 +796,7 @@ fn webhooks(ctx: &mut Ctx, file: &str) {
                     );
                 }
                 if arr_at(w, "/admissionReviewVersions").is_empty() {
-                    ctx.error(
+                    ctx.stricter(
                         "csv-webhooks",
                         f,
                         Some(&format!("{base}.admissionReviewVersions")),
@@ -691,7 +817,7 @@ fn webhooks(ctx: &mut Ctx, file: &str) {
                         .any(|g| *g == "*" || *g == "operators.coreos.com");
                     let all_resources = resources.iter().any(|r| *r == "*" || *r == "*/*");
                     if olm_group && (groups.contains(&"operators.coreos.com") || all_resources) {
-                        let fi = ctx.error(
+                        let fi = ctx.stricter(
                             "csv-webhooks",
                             f,
                             Some(&format!("{base}.rules[{j}]")),

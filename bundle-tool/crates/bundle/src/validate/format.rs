@@ -1,9 +1,11 @@
 //! Bundle format: annotations, Dockerfile, kinds, object metadata, sizes, removed APIs.
 //!
-//! Follows operator-registry's `ValidateBundleFormat`/`ValidateBundleContent` (required
-//! annotations with fixed values, only supported kinds, kubectl-able metadata) and
-//! operator-framework/api's bundle size check (OLM unpacks a bundle into a ConfigMap, whose
-//! data is limited, so the compressed manifests must stay under ~4 MiB; warning from 85%).
+//! Follows operator-registry's `ValidateBundleFormat` (required annotations;
+//! `pkg/lib/bundle/validate.go` `validateAnnotations`), operator-sdk's `ValidateBundleContent`
+//! (only supported kinds, object metadata) and operator-framework/api's `validateBundleSize`
+//! (`pkg/validation/internal/bundle.go`: each manifest gzip-compressed and base64-encoded, the
+//! sum at most 1 MiB, a warning above 85%). Dockerfile labels, names, per-object sizes and
+//! removed APIs are bundle-tool's own checks: warnings, errors only with `suite=strict`.
 
 use super::{Ctx, hint};
 use crate::json::str_at;
@@ -15,8 +17,9 @@ use flate2::write::GzEncoder;
 use std::collections::BTreeMap;
 use std::io::Write;
 
-/// Largest gzip-compressed bundle OLM can unpack (operator-framework/api `max_bundle_size`).
-pub const MAX_BUNDLE_COMPRESSED: u64 = 4 << 20;
+/// Largest bundle OLM can stage in one ConfigMap, measured as the sum of each manifest file
+/// gzip-compressed then base64-encoded (operator-framework/api `max_bundle_size`, 1 MiB).
+pub const MAX_BUNDLE_COMPRESSED: u64 = 1 << 20;
 /// Largest single manifest: Kubernetes refuses objects near etcd's 1.5 MiB request limit and
 /// OLM copies each manifest into a ConfigMap (1 MiB data limit).
 pub const MAX_MANIFEST_BYTES: usize = 1 << 20;
@@ -121,6 +124,9 @@ fn annotations(ctx: &mut Ctx) {
     for (key, value) in expected {
         let path = format!("annotations.{key}");
         match (b.annotations.get(key), value) {
+            // operator-registry `validateAnnotations`: every key must be present, the media
+            // type must be registry+v1 and the channels non-empty; it never compares the
+            // manifests/metadata values (a no-op in upstream), so a mismatch there is ours.
             (None, _) => {
                 ctx.error(
                     "bundle-annotations",
@@ -130,20 +136,21 @@ fn annotations(ctx: &mut Ctx) {
                 );
             }
             (Some(v), Some(want)) if v != want => {
-                ctx.error(
-                    "bundle-annotations",
-                    file,
-                    Some(&path),
-                    format!("expecting annotation {key:?} to have value {want:?} instead of {v:?}"),
-                );
+                let msg =
+                    format!("expecting annotation {key:?} to have value {want:?} instead of {v:?}");
+                if key == keys::MEDIATYPE {
+                    ctx.error("bundle-annotations", file, Some(&path), msg);
+                } else {
+                    ctx.stricter("bundle-annotations", file, Some(&path), msg);
+                }
             }
             (Some(v), _) if v.trim().is_empty() => {
-                ctx.error(
-                    "bundle-annotations",
-                    file,
-                    Some(&path),
-                    format!("expecting annotation {key:?} to have non-empty value"),
-                );
+                let msg = format!("expecting annotation {key:?} to have non-empty value");
+                if key == keys::CHANNELS && v.is_empty() {
+                    ctx.error("bundle-annotations", file, Some(&path), msg);
+                } else {
+                    ctx.stricter("bundle-annotations", file, Some(&path), msg);
+                }
             }
             _ => {}
         }
@@ -151,7 +158,7 @@ fn annotations(ctx: &mut Ctx) {
     if let Some(p) = b.package()
         && let Some(problem) = dns1123_subdomain_problem(p)
     {
-        ctx.error(
+        ctx.stricter(
             "bundle-annotations",
             file,
             Some(&format!("annotations.{}", keys::PACKAGE)),
@@ -163,7 +170,7 @@ fn annotations(ctx: &mut Ctx) {
         && raw.split(',').any(|c| c.trim().is_empty())
         && !raw.trim().is_empty()
     {
-        ctx.error(
+        ctx.stricter(
             "bundle-annotations",
             file,
             Some(&format!("annotations.{}", keys::CHANNELS)),
@@ -172,7 +179,7 @@ fn annotations(ctx: &mut Ctx) {
     }
     if let Some(d) = b.annotations.get(keys::DEFAULT_CHANNEL) {
         let path = format!("annotations.{}", keys::DEFAULT_CHANNEL);
-        if d.trim().is_empty() {
+        if d.is_empty() {
             ctx.error(
                 "bundle-annotations",
                 file,
@@ -183,7 +190,8 @@ fn annotations(ctx: &mut Ctx) {
                 ),
             );
         } else if !channels.is_empty() && !channels.iter().any(|c| c == d) {
-            let f = ctx.error(
+            // operator-sdk accepts it (the catalog decides the package's default channel).
+            let f = ctx.stricter(
                 "bundle-default-channel",
                 file,
                 Some(&path),
@@ -212,7 +220,7 @@ fn dockerfile(ctx: &mut Ctx) {
         }
         match labels.get(k) {
             None => {
-                ctx.error(
+                ctx.stricter(
                     "dockerfile-labels",
                     file,
                     Some(&format!("LABEL {k}")),
@@ -220,7 +228,7 @@ fn dockerfile(ctx: &mut Ctx) {
                 );
             }
             Some(l) if l != v => {
-                ctx.error(
+                ctx.stricter(
                     "dockerfile-labels",
                     file,
                     Some(&format!("LABEL {k}")),
@@ -232,7 +240,7 @@ fn dockerfile(ctx: &mut Ctx) {
     }
     for (k, v) in labels {
         if k.starts_with("operators.operatorframework.io.") && !b.annotations.contains_key(k) {
-            ctx.error("dockerfile-labels", file, Some(&format!("LABEL {k}")), format!("LABEL {k}={v} is not in metadata/annotations.yaml; OLM reads the annotations, so the image and the directory would disagree"));
+            ctx.stricter("dockerfile-labels", file, Some(&format!("LABEL {k}")), format!("LABEL {k}={v} is not in metadata/annotations.yaml; OLM reads the annotations, so the image and the directory would disagree"));
         }
     }
     let Some(text) = &b.dockerfile else { return };
@@ -253,34 +261,78 @@ fn dockerfile(ctx: &mut Ctx) {
             continue;
         };
         for src in sources {
-            let s = src.trim_end_matches('/').trim_start_matches("./");
-            let exists = s == "."
-                || b.manifest_files
-                    .keys()
-                    .any(|f| f == s || f.starts_with(&format!("{s}/")))
-                || b.annotations_file
-                    .as_deref()
-                    .is_some_and(|f| f == s || f.starts_with(&format!("{s}/")))
-                || b.other_files
-                    .iter()
-                    .any(|f| f == s || f.starts_with(&format!("{s}/")));
-            if !exists {
+            if !copy_source_resolves(b, src) {
                 let f = ctx.warning(
                     "dockerfile-copy",
                     file,
                     Some(&format!("COPY {src}")),
-                    format!("COPY source {src:?} does not exist relative to the bundle directory"),
+                    format!("COPY source {src:?} is not in the bundle directory, whatever the build context"),
                 );
                 hint(
                     f,
-                    "build the bundle image with the bundle directory as context, or fix the path",
+                    "fix the path: it should name manifests/, metadata/ or another file of the bundle",
                 );
             }
         }
     }
 }
 
+/// True when `path` (relative to the bundle root) is a file or folder of the bundle.
+fn in_bundle(b: &crate::model::Bundle, path: &str) -> bool {
+    let under = |f: &str| f == path || f.starts_with(&format!("{path}/"));
+    path == "."
+        || path.is_empty()
+        || b.manifest_files.keys().any(|f| under(f))
+        || b.annotations_file.as_deref().is_some_and(under)
+        || b.other_files.iter().any(|f| under(f))
+        || ["manifests", "metadata"].contains(&path)
+}
+
+/// A COPY source resolves against the image build context, which is usually a parent of the
+/// bundle folder (operator-sdk writes `COPY bundle/manifests /manifests/` and builds from the
+/// project root): it is fine when some trailing part of it names something in the bundle.
+fn copy_source_resolves(b: &crate::model::Bundle, src: &str) -> bool {
+    let s = src.trim_end_matches('/').trim_start_matches("./");
+    let parts: Vec<&str> = s
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    parts.is_empty() || (0..parts.len()).any(|i| in_bundle(b, &parts[i..].join("/")))
+}
+
+/// operator-framework/api `loadBundle` refuses a manifests folder holding a folder or a
+/// hidden file ("bundle manifests dir contains directory", "... has hidden file").
+fn manifest_folder(ctx: &mut Ctx) {
+    let mut subdirs = std::collections::BTreeSet::new();
+    for file in ctx.bundle.manifest_files.keys() {
+        let rest = file.strip_prefix("manifests/").unwrap_or(file);
+        if let Some((dir, _)) = rest.split_once('/') {
+            subdirs.insert(format!("manifests/{dir}"));
+        } else if rest.starts_with('.') {
+            ctx.error(
+                "manifest-kind",
+                Some(file),
+                None,
+                format!("bundle manifests dir has hidden file: {file}"),
+            );
+        }
+    }
+    for dir in subdirs {
+        let f = ctx.error(
+            "manifest-kind",
+            Some(&dir),
+            None,
+            format!("bundle manifests dir contains directory: {dir}"),
+        );
+        hint(
+            f,
+            "OLM reads only the files directly in manifests/; move them up or out",
+        );
+    }
+}
+
 fn manifests(ctx: &mut Ctx) {
+    manifest_folder(ctx);
     let b = ctx.bundle;
     let min_kube = ctx
         .csv
@@ -301,7 +353,8 @@ fn manifests(ctx: &mut Ctx) {
             continue;
         }
         if api.is_empty() {
-            ctx.error(
+            // operator-sdk decodes such an object and accepts it; kubectl would not.
+            ctx.stricter(
                 "manifest-metadata",
                 file,
                 Some("apiVersion"),
@@ -347,8 +400,10 @@ fn manifests(ctx: &mut Ctx) {
                 "Service" => service_name_problem(name),
                 _ => dns1123_subdomain_problem(name),
             };
+            // operator-sdk validates metadata without a name check (ValidateObjectMetaAccessor
+            // with a no-op name function), so name syntax is ours to judge.
             if let Some(p) = problem {
-                ctx.error(
+                ctx.stricter(
                     "manifest-metadata",
                     file,
                     Some("metadata.name"),
@@ -357,7 +412,7 @@ fn manifests(ctx: &mut Ctx) {
             }
             let key = (kind.to_string(), name.to_string());
             if let Some(first) = seen.get(&key) {
-                ctx.error("manifest-metadata", file, Some("metadata.name"), format!("{kind} {name} is also defined in {first}; OLM would install only one of them"));
+                ctx.stricter("manifest-metadata", file, Some("metadata.name"), format!("{kind} {name} is also defined in {first}; OLM would install only one of them"));
             } else {
                 seen.insert(key, m.file.clone());
             }
@@ -388,8 +443,10 @@ fn manifests(ctx: &mut Ctx) {
                 (Some(min), Some(r)) => min >= r,
                 _ => false,
             };
+            // The default suite of operator-sdk has no removed-API check (the operatorhub suite
+            // has upstream's, see optional.rs), so this is a warning unless strict.
             let f = if is_error {
-                ctx.error(
+                ctx.stricter(
                     "deprecated-api",
                     file,
                     Some("apiVersion"),
@@ -444,19 +501,51 @@ fn service_name_problem(name: &str) -> Option<String> {
         .then(|| "must start with a lower case letter (DNS-1035 label)".to_string())
 }
 
-fn sizes(ctx: &mut Ctx) {
-    let b = ctx.bundle;
+/// Length of `bytes` gzip-compressed (default level, as Go's `gzip.NewWriter`) and then
+/// base64-encoded with padding: operator-framework/api `encoding.GzipBase64Encode`.
+fn gzip_base64_len(bytes: &[u8]) -> u64 {
     let mut enc = GzEncoder::new(Vec::new(), Compression::default());
-    let mut total = 0usize;
-    for (file, bytes) in &b.manifest_files {
-        total += bytes.len();
-        let _ = enc.write_all(bytes);
-        if bytes.len() > MAX_MANIFEST_BYTES {
-            let f = ctx.error(
+    let gz = enc
+        .write_all(bytes)
+        .and_then(|_| enc.finish())
+        .map(|v| v.len() as u64)
+        .unwrap_or(bytes.len() as u64);
+    gz.div_ceil(3) * 4
+}
+
+/// Sizes as operator-framework/api `formatBytesInUnit` prints them (decimal units).
+fn format_bytes(b: u64) -> String {
+    if b < 1000 {
+        return format!("{b} B");
+    }
+    let (mut div, mut exp) = (1000u64, 0usize);
+    let mut n = b / 1000;
+    while n >= 1000 {
+        div *= 1000;
+        exp += 1;
+        n /= 1000;
+    }
+    let unit = ['k', 'M', 'G', 'T', 'P', 'E'][exp.min(5)];
+    format!("{:.1} {unit}B", b as f64 / div as f64)
+}
+
+/// The JSON size of every object (what the API server stores), a warning above 1 MiB: an
+/// object that large is refused by most clusters (etcd's request limit is 1.5 MiB). Not an
+/// operator-sdk check.
+fn object_sizes(ctx: &mut Ctx) {
+    for m in &ctx.bundle.manifests {
+        // Compact JSON is rarely much larger than the YAML it came from: skip small files.
+        let file_len = ctx.bundle.manifest_files.get(&m.file).map_or(0, Vec::len);
+        if file_len <= MAX_MANIFEST_BYTES / 2 {
+            continue;
+        }
+        let len = serde_json::to_vec(&m.object).map(|v| v.len()).unwrap_or(0);
+        if len > MAX_MANIFEST_BYTES {
+            let f = ctx.stricter(
                 "manifest-size",
-                Some(file),
+                Some(&m.file),
                 None,
-                format!("{file} is {} bytes, more than the {} bytes a single object can safely have in Kubernetes and in OLM's bundle ConfigMap", bytes.len(), MAX_MANIFEST_BYTES),
+                format!("{} {} is {len} bytes as JSON, more than the {MAX_MANIFEST_BYTES} bytes a single object can safely have in Kubernetes", m.kind(), m.name()),
             );
             hint(
                 f,
@@ -464,31 +553,65 @@ fn sizes(ctx: &mut Ctx) {
             );
         }
     }
-    let compressed = enc.finish().map(|v| v.len() as u64).unwrap_or(total as u64);
+}
+
+/// operator-framework/api `validateBundleSize`: the manifests, each gzip-compressed and
+/// base64-encoded, must sum to at most 1 MiB; a warning above 85% of it.
+fn bundle_size(ctx: &mut Ctx) {
+    let b = ctx.bundle;
+    let total: u64 = b.manifest_files.values().map(|v| v.len() as u64).sum();
+    let compressed: u64 = b.manifest_files.values().map(|v| gzip_base64_len(v)).sum();
     let limit = MAX_BUNDLE_COMPRESSED;
+    let sizes = format!(
+        "size=~{} , max={}. Bundle uncompressed size is {}",
+        format_bytes(compressed),
+        format_bytes(limit),
+        format_bytes(total)
+    );
     if compressed > limit {
-        ctx.error(
+        let f = ctx.error(
             "bundle-size",
             Some("manifests/"),
             None,
-            format!("the manifests compress to {compressed} bytes, over the {limit} bytes OLM can unpack"),
+            format!("maximum bundle compressed size with gzip size exceeded: {sizes}"),
+        );
+        hint(
+            f,
+            "OLM stages the bundle in one ConfigMap; shrink the CRDs (controller-gen crd:maxDescLen=0) or split the operator",
         );
     } else if compressed * 100 > limit * 85 {
         ctx.warning(
             "bundle-size",
             Some("manifests/"),
             None,
-            format!("the manifests compress to {compressed} bytes, close to the {limit}-byte limit OLM can unpack"),
+            format!("nearing maximum bundle compressed size with gzip: {sizes}"),
         );
+    }
+}
+
+/// What the loader had to read like Go's YAML decoder (or skipped as upstream does): a
+/// warning each, with the file and line, since stricter tools refuse such files.
+fn load_warnings(ctx: &mut Ctx) {
+    for w in &ctx.bundle.load_warnings {
+        let path = w.line.map(|l| format!("line {l}"));
+        let f = ctx.warning(
+            "yaml-syntax",
+            Some(&w.source_name),
+            path.as_deref(),
+            w.message.clone(),
+        );
+        hint(f, "fix the YAML so that every parser reads it the same way");
     }
 }
 
 /// Runs the format checks.
 pub(crate) fn check(ctx: &mut Ctx) {
+    load_warnings(ctx);
     annotations(ctx);
     dockerfile(ctx);
     manifests(ctx);
-    sizes(ctx);
+    object_sizes(ctx);
+    bundle_size(ctx);
 }
 
 #[cfg(test)]

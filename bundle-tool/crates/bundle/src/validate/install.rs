@@ -3,7 +3,9 @@
 //! OLM creates one Deployment per `spec.install.spec.deployments` entry and one ServiceAccount
 //! per account named in `permissions`/`clusterPermissions`; the bundle's other manifests are
 //! created as they are. A deployment whose account nobody creates never gets pods, and
-//! operator-framework/api rejects a bundled ServiceAccount that shadows one OLM creates.
+//! operator-framework/api `validateServiceAccounts` rejects a bundled ServiceAccount named
+//! like a deployment's `serviceAccountName` (an error, as upstream). Everything else here is
+//! bundle-tool's own judgement of what OLM would fail on: warnings, errors with `suite=strict`.
 
 use super::{Ctx, hint};
 use crate::json::{arr_at, str_at, string_map};
@@ -28,7 +30,7 @@ pub(crate) fn check(ctx: &mut Ctx) {
     }
     let deployments = arr_at(csv, "/spec/install/spec/deployments");
     if deployments.is_empty() {
-        let fi = ctx.error(
+        let fi = ctx.stricter(
             "install-deployments",
             f,
             Some("spec.install.spec.deployments"),
@@ -46,21 +48,21 @@ pub(crate) fn check(ctx: &mut Ctx) {
         let base = format!("spec.install.spec.deployments[{i}]");
         let name = str_at(d, "/name").unwrap_or("");
         if name.is_empty() {
-            ctx.error(
+            ctx.stricter(
                 "install-deployments",
                 f,
                 Some(&format!("{base}.name")),
                 "deployment name is required",
             );
         } else if !names.insert(name.to_string()) {
-            ctx.error(
+            ctx.stricter(
                 "install-deployments",
                 f,
                 Some(&format!("{base}.name")),
                 format!("deployment {name} is listed twice"),
             );
         } else if let Some(p) = crate::naming::dns1123_subdomain_problem(name) {
-            ctx.error(
+            ctx.stricter(
                 "install-deployments",
                 f,
                 Some(&format!("{base}.name")),
@@ -68,7 +70,7 @@ pub(crate) fn check(ctx: &mut Ctx) {
             );
         }
         let Some(spec) = d.get("spec") else {
-            ctx.error(
+            ctx.stricter(
                 "install-deployments",
                 f,
                 Some(&format!("{base}.spec")),
@@ -76,9 +78,11 @@ pub(crate) fn check(ctx: &mut Ctx) {
             );
             continue;
         };
+        // As Go decodes it: `null`s are zero values, unknown fields (a stray `containers`
+        // key in a pod template) are dropped: a warning even when strict.
         match schemas::validate_deployment_spec(
             if name.is_empty() { "deployment" } else { name },
-            spec,
+            &crate::json::without_nulls(spec),
         ) {
             Ok(violations) => {
                 for v in violations {
@@ -87,16 +91,17 @@ pub(crate) fn check(ctx: &mut Ctx) {
                     } else {
                         format!("{base}.spec.{}", v.path)
                     };
-                    ctx.error(
-                        "install-deployments",
-                        f,
-                        Some(&path),
-                        format!("deployment {name}: {}", v.message),
-                    );
+                    let msg = format!("deployment {name}: {}", v.message);
+                    if crate::json::is_unknown_field(&v.message) {
+                        let msg = format!("{msg} (ignored: Go drops unknown fields)");
+                        ctx.warning("install-deployments", f, Some(&path), msg);
+                    } else {
+                        ctx.stricter("install-deployments", f, Some(&path), msg);
+                    }
                 }
             }
             Err(e) => {
-                ctx.error(
+                ctx.stricter(
                     "install-deployments",
                     f,
                     Some(&format!("{base}.spec")),
@@ -108,11 +113,11 @@ pub(crate) fn check(ctx: &mut Ctx) {
         let labels = string_map(spec, "/template/metadata/labels");
         let has_expressions = !arr_at(spec, "/selector/matchExpressions").is_empty();
         if selector.is_empty() && !has_expressions {
-            ctx.error("install-deployments", f, Some(&format!("{base}.spec.selector")), format!("deployment {name} has an empty selector; apps/v1 requires one matching the pod template labels"));
+            ctx.stricter("install-deployments", f, Some(&format!("{base}.spec.selector")), format!("deployment {name} has an empty selector; apps/v1 requires one matching the pod template labels"));
         }
         for (k, v) in &selector {
             if !labels.iter().any(|(lk, lv)| lk == k && lv == v) {
-                ctx.error(
+                ctx.stricter(
                     "install-deployments",
                     f,
                     Some(&format!("{base}.spec.selector.matchLabels.{k}")),
@@ -132,7 +137,7 @@ pub(crate) fn check(ctx: &mut Ctx) {
             let sa = str_at(p, "/serviceAccountName").unwrap_or("");
             let path = format!("spec.install.spec.{key}[{i}].serviceAccountName");
             if sa.is_empty() {
-                ctx.error(
+                ctx.stricter(
                     "install-permissions",
                     f,
                     Some(&path),
@@ -153,20 +158,38 @@ pub(crate) fn check(ctx: &mut Ctx) {
             created.insert(sa.to_string());
         }
     }
+    // Upstream compares only with each deployment's `serviceAccountName`, and only objects
+    // that are exactly v1 ServiceAccounts.
+    let explicit_accounts: BTreeSet<&str> = deployments
+        .iter()
+        .filter_map(|d| str_at(d, "/spec/template/spec/serviceAccountName"))
+        .filter(|s| !s.is_empty())
+        .collect();
     let bundled: Vec<(String, String)> = ctx
         .bundle
         .manifests
         .iter()
-        .filter(|m| m.kind() == "ServiceAccount")
+        .filter(|m| m.kind() == "ServiceAccount" && m.api_version() == "v1")
         .map(|m| (m.name().to_string(), m.file.clone()))
         .collect();
     for (sa_name, sa_file) in &bundled {
-        if used_accounts.contains(sa_name) {
+        if explicit_accounts.contains(sa_name.as_str()) {
             let fi = ctx.error(
                 "install-service-accounts",
                 Some(sa_file),
                 Some("metadata.name"),
-                format!("invalid service account found in bundle. sa name cannot match service account defined for deployment spec in CSV ({sa_name})"),
+                format!("invalid service account found in bundle: {sa_name} is also the serviceAccountName of a CSV deployment, whose account OLM creates"),
+            );
+            hint(
+                fi,
+                "remove it: OLM creates the accounts named in permissions/clusterPermissions",
+            );
+        } else if used_accounts.contains(sa_name) {
+            let fi = ctx.stricter(
+                "install-service-accounts",
+                Some(sa_file),
+                Some("metadata.name"),
+                format!("service account {sa_name} in the bundle is also the account a CSV deployment runs as"),
             );
             hint(
                 fi,
@@ -178,7 +201,7 @@ pub(crate) fn check(ctx: &mut Ctx) {
         if sa == "default" || created.contains(sa) || bundled.iter().any(|(n, _)| n == sa) {
             continue;
         }
-        let fi = ctx.error(
+        let fi = ctx.stricter(
             "install-service-accounts",
             f,
             Some("spec.install.spec.deployments"),

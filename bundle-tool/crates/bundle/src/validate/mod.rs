@@ -11,14 +11,19 @@
 //! - `operatorhub` and `good-practices` (opt-in, like `--select-optional suite=...`);
 //! - upgrade safety against a previous bundle (`--previous`), as OLM enforces it for CRDs.
 //!
-//! The rule ids are listed in [`RULES`]. Where upstream only warns, so do we; where upstream
-//! says nothing but OLM fails the install, we report an error.
+//! The rule ids are listed in [`RULES`]. operator-sdk v1.38's verdict is the specification:
+//! where upstream reports an error, so do we; where we judge something upstream accepts (a
+//! Kubernetes schema, a naming convention, what OLM would fail on at install time), it is a
+//! warning, and an error only with the opt-in `strict` suite ([`Suite::Strict`]). The
+//! conformance test (`tests/conformance.rs`) holds this against operator-sdk's verdicts on
+//! the community-operators corpus.
 
 mod crd;
 mod csv;
 mod format;
 mod install;
 mod optional;
+mod removed;
 mod upgrade;
 
 use crate::model::{Bundle, Manifest};
@@ -33,22 +38,28 @@ pub enum Suite {
     OperatorHub,
     /// operator-framework/api `GoodPracticesValidator`.
     GoodPractices,
+    /// bundle-tool's own checks that go beyond operator-sdk (what OLM would fail on at
+    /// install time, Kubernetes schemas, naming conventions) become errors instead of warnings.
+    Strict,
 }
 
 impl Suite {
     /// Parses a `--select-optional` value: `suite=operatorhub`, `suite=good-practices`,
     /// `suite=all`, or `name=<validator>` with the same names.
     pub fn parse_selector(s: &str) -> Result<Vec<Suite>, String> {
+        let s = s.trim();
         let value = s
             .strip_prefix("suite=")
             .or_else(|| s.strip_prefix("name="))
-            .unwrap_or(s);
+            .unwrap_or(s)
+            .trim();
         match value {
             "operatorhub" | "operatorhubv2" => Ok(vec![Suite::OperatorHub]),
             "good-practices" | "goodpractices" => Ok(vec![Suite::GoodPractices]),
+            "strict" => Ok(vec![Suite::Strict]),
             "all" | "operatorframework" => Ok(vec![Suite::OperatorHub, Suite::GoodPractices]),
             other => Err(format!(
-                "unknown optional suite {other:?} (expected operatorhub, good-practices or all)"
+                "unknown optional suite {other:?} (expected operatorhub, good-practices, strict or all)"
             )),
         }
     }
@@ -59,44 +70,56 @@ impl Suite {
 pub struct ValidateOptions {
     /// Optional suites to run in addition to the default one.
     pub suites: BTreeSet<Suite>,
+    /// The Kubernetes version the bundle is meant for (operator-sdk
+    /// `--optional-values k8s-version=1.25`): the removed-APIs check of the operatorhub suite
+    /// reports APIs removed in or before it as errors.
+    pub k8s_version: Option<String>,
+    /// Custom OperatorHub categories (operator-sdk reads them from the JSON file named by
+    /// `OPERATOR_BUNDLE_CATEGORIES`); `None` means the standard list.
+    pub categories: Option<BTreeSet<String>>,
 }
 
 /// Every rule id, with its suite and what it checks (for `--help` and documentation).
 pub const RULES: &[(&str, &str, &str)] = &[
     (
+        "yaml-syntax",
+        "default",
+        "(warning) YAML that only Go's lenient decoder reads (duplicate keys, under-indented quoted scalars), or a metadata file upstream ignores",
+    ),
+    (
         "bundle-annotations",
         "default",
-        "metadata/annotations.yaml exists and has the required operators.operatorframework.io.bundle.* keys with valid values",
+        "metadata/annotations.yaml exists with the mediatype, package and channels keys (operator-registry validateAnnotations: errors); other values and empty entries (warnings)",
     ),
     (
         "bundle-default-channel",
         "default",
-        "the default channel is one of the bundle's channels",
+        "(warning) the default channel is one of the bundle's channels",
     ),
     (
         "bundle-size",
         "default",
-        "the gzip-compressed manifests fit OLM's bundle size limit (~4 MiB; warning above 85%)",
+        "the manifests, each gzip-compressed and base64-encoded, sum to at most 1 MiB (operator-framework/api validateBundleSize; warning above 85%)",
     ),
     (
         "dockerfile-labels",
         "default",
-        "bundle.Dockerfile LABELs equal the annotations",
+        "(warning) bundle.Dockerfile LABELs equal the annotations",
     ),
     (
         "dockerfile-copy",
         "default",
-        "bundle.Dockerfile COPY sources exist in the bundle directory",
+        "(warning) bundle.Dockerfile COPY sources name something in the bundle, resolved against a build context above it",
     ),
     (
         "manifest-kind",
         "default",
-        "every manifest is a kind OLM installs from a registry+v1 bundle",
+        "every manifest is a kind OLM installs from a registry+v1 bundle, and manifests/ holds no folder or hidden file (operator-sdk ValidateBundleContent, operator-framework/api loadBundle)",
     ),
     (
         "manifest-metadata",
         "default",
-        "every manifest has apiVersion, kind and a valid metadata.name; no duplicates",
+        "every manifest has a kind and a metadata.name (errors, as operator-sdk); apiVersion, name syntax per kind and duplicates (warnings)",
     ),
     (
         "manifest-namespace",
@@ -106,127 +129,132 @@ pub const RULES: &[(&str, &str, &str)] = &[
     (
         "manifest-size",
         "default",
-        "no single manifest exceeds 1 MiB",
+        "(warning) no single object exceeds 1 MiB as JSON",
     ),
     (
         "csv-missing",
         "default",
-        "the bundle has exactly one ClusterServiceVersion",
+        "the bundle has exactly one ClusterServiceVersion (operator-framework/api loadBundle)",
     ),
     (
         "csv-schema",
         "default",
-        "the CSV validates against OLM's ClusterServiceVersion CRD schema",
+        "(warning) the CSV, as Go decodes it, validates against OLM's ClusterServiceVersion CRD schema",
     ),
     (
         "csv-name",
         "default",
-        "metadata.name is a DNS-1123 subdomain of at most 63 characters shaped <package>.v<semver>",
+        "metadata.name is a DNS-1123 subdomain and a label value (operator-framework/api parseCSVNameFormat: error); shaped <operator>.v<semver> (warning)",
     ),
     (
         "csv-version",
         "default",
-        "spec.version is semver and matches the name",
+        "spec.version is semver (Go decoding: error), set and matching the name (warnings)",
     ),
     (
         "csv-package",
         "default",
-        "the CSV name starts with the package name",
+        "(warning) the CSV name starts with the package name",
     ),
     (
         "csv-replaces",
         "default",
-        "spec.replaces names a CSV of the same package, not itself",
+        "spec.replaces is a valid CSV name (operator-framework/api parseCSVNameFormat: error); shape, self-reference and operator name (warnings)",
     ),
     (
         "csv-skips",
         "default",
-        "spec.skips entries are CSV names of the same package",
+        "(warning) spec.skips entries are CSV names sharing this CSV's operator name",
     ),
     (
         "csv-skip-range",
         "default",
-        "olm.skipRange parses as an OLM (blang) semver range",
+        "(warning) olm.skipRange parses as an OLM (blang) semver range",
     ),
     (
         "csv-annotations",
         "default",
-        "case-sensitive OLM annotation keys are spelled right; olm.properties is not used",
+        "case-sensitive OLM annotation keys are spelled right (operator-framework/api ValidateAnnotationNames: error); olm.properties is not used (warning)",
     ),
     (
         "csv-min-kube-version",
         "default",
-        "spec.minKubeVersion is a version",
+        "spec.minKubeVersion parses as strict semver (operator-framework/api validateMinKubeVersion: error; a warning when empty)",
     ),
     (
         "csv-install-modes",
         "default",
-        "install modes exist, are unique, one is supported, and only AllNamespaces with conversion webhooks",
+        "install modes exist, one is supported, only AllNamespaces with conversion CRDs (operator-framework/api validateInstallModes: errors); duplicates and unknown types (warnings)",
     ),
     (
         "csv-examples",
         "default",
-        "alm-examples parses and names owned kinds/versions; owned APIs have examples",
+        "alm-examples is JSON listing provided APIs only (operator-framework/api validateExamplesAnnotations: errors); owned APIs have examples (warning)",
     ),
     (
         "csv-required",
         "default",
-        "displayName is set and the install strategy is deployment",
+        "fields without omitempty are set: displayName, install strategy, deployments (operator-framework/api checkEmptyFields: errors); the strategy is deployment (warning)",
     ),
     (
         "csv-owned-crds",
         "default",
-        "owned CRDs match the CRDs shipped (names, versions, kinds)",
+        "owned CRDs are shipped and shipped CRDs are owned (operator-framework/api validateOwnedCRDs: errors); listed twice, served versions not listed (warnings)",
     ),
     (
         "csv-webhooks",
         "default",
-        "webhookdefinitions reference install deployments, do not intercept OLM's own resources, and convert owned CRDs",
+        "(warning) webhookdefinitions reference install deployments, do not intercept OLM's own resources, and convert owned CRDs",
     ),
     (
         "crd-schema",
         "default",
-        "CRDs validate as apiextensions.k8s.io/v1 objects",
+        "(warning) CRDs, as Go decodes them, validate as apiextensions.k8s.io/v1 objects",
     ),
     (
         "crd-versions",
         "default",
-        "CRDs have exactly one storage version, served versions and a name <plural>.<group>",
+        "name <plural>.<group>, one storage version, unique versions, conversionReviewVersions, preserveUnknownFields not true, apiextensions v1/v1beta1 only (apiextensions ValidateCustomResourceDefinition via operator-framework/api validateInternalCRD: errors)",
     ),
     (
         "crd-conversion",
         "default",
-        "CRDs with a conversion webhook are wired to a ConversionWebhook definition",
+        "(warning) CRDs with a conversion webhook are wired to a ConversionWebhook definition",
     ),
     (
         "install-deployments",
         "default",
-        "install deployments exist, are unique, valid apps/v1 DeploymentSpecs with matching selectors",
+        "(warning) install deployments exist, are unique, valid apps/v1 DeploymentSpecs (as Go decodes them) with matching selectors",
     ),
     (
         "install-service-accounts",
         "default",
-        "every deployment's service account is created by OLM or shipped; no bundled account shadows one OLM creates",
+        "no bundled ServiceAccount is named like a deployment's serviceAccountName (operator-framework/api validateServiceAccounts: error); every deployment's account is created by OLM or shipped (warning)",
     ),
     (
         "install-permissions",
         "default",
-        "permissions are for service accounts some deployment uses",
+        "(warning) permissions are for service accounts some deployment uses",
     ),
     (
         "kube-schema",
         "default",
-        "Services, ConfigMaps, RBAC and webhook configurations validate against Kubernetes schemas",
+        "(warning) Services, ConfigMaps, RBAC and webhook configurations, as Go decodes them, validate against Kubernetes schemas",
     ),
     (
         "deprecated-api",
         "default",
-        "no manifest uses an API removed from Kubernetes (error when minKubeVersion is past the removal)",
+        "(warning) no manifest uses an API removed from Kubernetes (an error with suite=strict when minKubeVersion is past the removal)",
     ),
     (
         "operatorhub",
         "operatorhub",
-        "OperatorHub.io criteria: provider, maintainers, links, capabilities, categories, icon, minKubeVersion, naming, channels",
+        "OperatorHub.io criteria: provider, maintainers, links, capabilities, categories, version, icon, minKubeVersion (operator-framework/api validateHubCSVSpec, checkCategories, checkCapabilities); naming and channels (warnings)",
+    ),
+    (
+        "removed-api",
+        "operatorhub",
+        "APIs removed in Kubernetes 1.22/1.25/1.26 (operator-framework/api validateDeprecatedAPIS): errors when k8s-version or minKubeVersion is at or past the removal, warnings otherwise and for 1.25 permission rules",
     ),
     (
         "good-practices",
@@ -249,15 +277,34 @@ pub const RULES: &[(&str, &str, &str)] = &[
 pub(crate) struct Ctx<'a> {
     pub bundle: &'a Bundle,
     pub csv: Option<&'a Manifest>,
+    pub options: &'a ValidateOptions,
     pub findings: Vec<Finding>,
 }
 
 impl<'a> Ctx<'a> {
-    fn new(bundle: &'a Bundle) -> Self {
+    fn new(bundle: &'a Bundle, options: &'a ValidateOptions) -> Self {
         Self {
             bundle,
             csv: bundle.csv(),
+            options,
             findings: Vec::new(),
+        }
+    }
+
+    /// A problem operator-sdk does not report (or only warns about) but that bundle-tool
+    /// judges worth fixing: a warning, or an error with `--select-optional suite=strict`.
+    /// Upstream's verdict is the specification; stricter judgements never fail by default.
+    pub fn stricter(
+        &mut self,
+        rule: &str,
+        file: Option<&str>,
+        path: Option<&str>,
+        msg: impl Into<String>,
+    ) -> &mut Finding {
+        if self.options.suites.contains(&Suite::Strict) {
+            self.error(rule, file, path, msg)
+        } else {
+            self.warning(rule, file, path, msg)
         }
     }
 
@@ -313,7 +360,7 @@ pub fn validate_bundle(
     previous: Option<&Bundle>,
     options: &ValidateOptions,
 ) -> Report {
-    let mut ctx = Ctx::new(bundle);
+    let mut ctx = Ctx::new(bundle, options);
     format::check(&mut ctx);
     csv::check(&mut ctx);
     crd::check(&mut ctx);

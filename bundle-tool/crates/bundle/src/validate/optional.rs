@@ -1,9 +1,9 @@
 //! The optional suites: `operatorhub` and `good-practices` (operator-framework/api
-//! `OperatorHubValidator` and `GoodPracticesValidator`), with the same severities: errors for
-//! what OperatorHub.io refuses, warnings for conventions.
+//! `OperatorHubValidator` in `operatorhub.go`, with `checkCategories`/`checkCapabilities` and
+//! the removed-APIs check of `removed_apis.go`, and `GoodPracticesValidator`), with the same
+//! severities: errors for what OperatorHub.io refuses, warnings for conventions.
 
-use super::Ctx;
-use super::format::parse_tolerant;
+use super::{Ctx, hint};
 use crate::json::{arr_at, str_at};
 use serde_json::Value;
 
@@ -15,7 +15,9 @@ const CAPABILITIES: &[&str] = &[
     "Auto Pilot",
 ];
 const MEDIATYPES: &[&str] = &["image/gif", "image/jpeg", "image/png", "image/svg+xml"];
-const CATEGORIES: &[&str] = &[
+/// operator-framework/api `validCategories` (standardcategories.go), used unless custom
+/// categories are given (`OPERATOR_BUNDLE_CATEGORIES`).
+pub const CATEGORIES: &[&str] = &[
     "AI/Machine Learning",
     "Application Runtime",
     "Big Data",
@@ -25,7 +27,9 @@ const CATEGORIES: &[&str] = &[
     "Integration & Delivery",
     "Logging & Tracing",
     "Monitoring",
+    "Modernization & Migration",
     "Networking",
+    "Observability",
     "OpenShift Optional",
     "Security",
     "Storage",
@@ -48,23 +52,64 @@ fn valid_email(s: &str) -> bool {
         && !addr.chars().any(char::is_whitespace)
 }
 
+/// Go's `url.ParseRequestURI` as operator-framework/api `checkSpecLinks` uses it: an absolute
+/// path, or `scheme:` followed by an opaque part or `//authority/path`. Spaces are fine in
+/// the path and query; control characters, an invalid host or a bad `%` escape are not.
 fn valid_url(s: &str) -> bool {
-    // Go's url.ParseRequestURI: an absolute URI (scheme:...) or an absolute path.
-    if s.starts_with('/') {
-        return !s.chars().any(char::is_whitespace);
+    if s.is_empty() || s.bytes().any(|b| b < 0x20 || b == 0x7f) {
+        return false;
     }
-    match s.split_once(':') {
-        Some((scheme, rest)) => {
-            !scheme.is_empty()
-                && scheme
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-                && !rest.is_empty()
-                && !s.chars().any(char::is_whitespace)
+    if s == "*" {
+        return true;
+    }
+    let (rest, _query) = s.split_once('?').unwrap_or((s, ""));
+    let scheme_end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || "+-.".contains(c)));
+    let rest = match scheme_end {
+        Some(i) if rest[i..].starts_with(':') => {
+            if i == 0 || !rest.starts_with(|c: char| c.is_ascii_alphabetic()) {
+                return false;
+            }
+            let after = &rest[i + 1..];
+            if !after.starts_with('/') {
+                // An opaque URL such as mailto:x (or an empty one) is accepted.
+                return true;
+            }
+            after
         }
-        None => false,
-    }
+        _ => {
+            if !rest.starts_with('/') {
+                return false;
+            }
+            rest
+        }
+    };
+    let path = match rest.strip_prefix("//") {
+        Some(auth_and_path) => {
+            let (authority, path) = match auth_and_path.find('/') {
+                Some(i) => auth_and_path.split_at(i),
+                None => (auth_and_path, ""),
+            };
+            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+            let host_ok = host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:[]<>\"%".contains(c));
+            if !host_ok || !escapes_ok(host) {
+                return false;
+            }
+            path
+        }
+        None => rest,
+    };
+    escapes_ok(path)
+}
+
+/// Every `%` is followed by two hex digits.
+fn escapes_ok(s: &str) -> bool {
+    let b = s.as_bytes();
+    (0..b.len()).all(|i| {
+        b[i] != b'%'
+            || (i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit())
+    })
 }
 
 fn channel_names(ctx: &Ctx) -> Vec<String> {
@@ -75,6 +120,44 @@ fn channel_names(ctx: &Ctx) -> Vec<String> {
         v.push(d.to_string());
     }
     v
+}
+
+/// operator-framework/api `checkCategories`: each comma-separated category (trimmed) must be
+/// a standard one, or one of the custom categories when they are given.
+fn categories(ctx: &mut Ctx, file: &str) {
+    let Some(cats) = str_at(ctx.csv_obj(), "/metadata/annotations/categories") else {
+        return;
+    };
+    let custom = ctx.options.categories.as_ref();
+    for c in cats.split(',') {
+        let known = match custom {
+            Some(set) => set.contains(c.trim()),
+            None => CATEGORIES.contains(&c.trim()),
+        };
+        if !known {
+            let set = if custom.is_some() {
+                "custom"
+            } else {
+                "standard"
+            };
+            let fi = ctx.error(
+                "operatorhub",
+                Some(file),
+                Some("metadata.annotations.categories"),
+                format!("csv.Metadata.Annotations[\"categories\"] value {c:?} is not in the set of {set} categories"),
+            );
+            hint(
+                fi,
+                format!(
+                    "one of: {}",
+                    match custom {
+                        Some(set) => set.iter().cloned().collect::<Vec<_>>().join(", "),
+                        None => CATEGORIES.join(", "),
+                    }
+                ),
+            );
+        }
+    }
 }
 
 /// OperatorHub.io publishing criteria.
@@ -145,18 +228,16 @@ pub(crate) fn operatorhub(ctx: &mut Ctx) {
             f,
             Some("metadata.annotations.capabilities"),
             format!(
-                "csv.Metadata.Annotations.Capabilities {cap} is not a valid capabilities level"
+                "csv.Metadata.Annotations.Capabilities {cap:?} is not a valid capabilities level"
             ),
         );
     }
-    if let Some(cats) = str_at(csv, "/metadata/annotations/categories") {
-        for c in cats.split(',') {
-            if !CATEGORIES.contains(&c.trim()) {
-                ctx.error(r, f, Some("metadata.annotations.categories"), format!("csv.Metadata.Annotations[\"categories\"] value {c} is not in the set of default categories"));
-            }
-        }
-    }
-    if str_at(csv, "/spec/version").is_none_or(str::is_empty) {
+    categories(ctx, file);
+    let zero_version = match str_at(csv, "/spec/version") {
+        None => true,
+        Some(v) => semver::Version::parse(v).is_ok_and(|v| v == semver::Version::new(0, 0, 0)),
+    };
+    if zero_version {
         ctx.error(r, f, Some("spec.version"), "csv.Spec.Version must be set");
     }
     match csv.pointer("/spec/icon").and_then(Value::as_array) {
@@ -193,20 +274,8 @@ pub(crate) fn operatorhub(ctx: &mut Ctx) {
             }
         }
     }
-    match str_at(csv, "/spec/minKubeVersion").map(str::trim) {
-        None | Some("") => {
-            ctx.warning(r, f, Some("spec.minKubeVersion"), "csv.Spec.minKubeVersion is not informed. It is recommended you provide this information. Otherwise, it would mean that your operator project can be distributed and installed in any cluster version available, which is not necessarily the case for all projects.");
-        }
-        Some(v) if parse_tolerant(v).is_none() => {
-            ctx.error(
-                r,
-                f,
-                Some("spec.minKubeVersion"),
-                format!("csv.Spec.MinKubeVersion has an invalid value: {v}"),
-            );
-        }
-        _ => {}
-    }
+    super::csv::min_kube_findings(ctx, file, r);
+    super::removed::check(ctx, file);
     let name = str_at(csv, "/metadata/name").unwrap_or("");
     let version_suffix_ok = name
         .rsplit_once(".v")
@@ -312,5 +381,10 @@ mod tests {
         assert!(valid_url("https://github.com/Kuadrant/authorino"));
         assert!(!valid_url("github.com/x"));
         assert!(!valid_url("not a url"));
+        // Go's url.ParseRequestURI accepts spaces outside the host.
+        assert!(valid_url("https://example.com/docs/Getting Started"));
+        assert!(!valid_url("https://exa mple.com/"));
+        assert!(valid_url("mailto:someone@example.com"));
+        assert!(!valid_url("https://example.com/%zz"));
     }
 }
