@@ -10,6 +10,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod generate;
+pub mod godecode;
 pub(crate) mod json;
 pub mod kinds;
 pub mod load;

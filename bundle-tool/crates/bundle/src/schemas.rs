@@ -196,6 +196,21 @@ pub fn validate_kube(object: &Value) -> Option<Result<Vec<SchemaViolation>, Stri
     })
 }
 
+/// What Go's decoder would refuse in a Deployment spec of a CSV install strategy (types and
+/// integer ranges: see [`crate::godecode`]). Empty when the schema is not embedded.
+pub fn deployment_spec_decode_problems(spec: &Value) -> Vec<crate::godecode::DecodeProblem> {
+    let Some(root) = kube_index().get("deployment-apps-v1") else {
+        return Vec::new();
+    };
+    let Some(schema) = root
+        .get("$defs")
+        .and_then(|d| d.get("io.k8s.api.apps.v1.DeploymentSpec"))
+    else {
+        return Vec::new();
+    };
+    crate::godecode::decode_problems(root, schema, spec)
+}
+
 /// Validates a Deployment spec (as found in a CSV install strategy) by wrapping it into an
 /// `apps/v1` Deployment named `name`. Paths in the result are relative to the spec.
 pub fn validate_deployment_spec(name: &str, spec: &Value) -> Result<Vec<SchemaViolation>, String> {

@@ -919,7 +919,9 @@ fn stricter_rules_are_warnings_by_default() {
     });
     edit(&mut f, CSV, |v| {
         v["metadata"]["annotations"]["olm.skipRange"] = json!("<=v0.0.1");
-        v["spec"]["install"]["spec"]["deployments"][0]["spec"]["replicas"] = json!("two");
+        // Decodes (a string would not: operator-framework/api's loader decodes the CSV into the
+        // typed ClusterServiceVersion and fails), but the API server would refuse it.
+        v["spec"]["install"]["spec"]["deployments"][0]["spec"]["replicas"] = json!(-2);
     });
     let r = run_default(&f);
     assert!(!r.has_errors(), "{}", r.render_text());
@@ -1008,4 +1010,54 @@ fn every_documented_rule_is_exercised_here() {
             "rule {rule} has no test"
         );
     }
+}
+
+/// The embedded Deployment as Kubernetes decodes it: what Go cannot decode into the typed spec
+/// fails upstream's loader too (an error in the default suite); what decodes but the API server
+/// refuses (a negative replica count) is a warning, an error with `strict`.
+#[test]
+fn embedded_deployment_types_and_ranges() {
+    const REPLICAS: &str = "spec.install.spec.deployments[0].spec.replicas";
+    for bad in [json!(1e23), json!(2_147_483_648u64), json!(1.5), json!("3")] {
+        let mut f = files();
+        edit(&mut f, CSV, |v| {
+            v["spec"]["install"]["spec"]["deployments"][0]["spec"]["replicas"] = bad.clone()
+        });
+        let r = run_default(&f);
+        expect(&r, "install-deployments", Severity::Error, CSV, REPLICAS);
+        // One finding of this rule there (the CSV CRD schema may add its own warning).
+        let at_replicas: Vec<_> = r
+            .findings
+            .iter()
+            .filter(|x| x.path.as_deref() == Some(REPLICAS) && x.rule == "install-deployments")
+            .collect();
+        assert_eq!(
+            at_replicas.len(),
+            1,
+            "one finding for {bad}: {at_replicas:?}"
+        );
+    }
+    let mut f = files();
+    edit(&mut f, CSV, |v| {
+        v["spec"]["install"]["spec"]["deployments"][0]["spec"]["replicas"] = json!(-5)
+    });
+    expect(
+        &run_default(&f),
+        "install-deployments",
+        Severity::Warning,
+        CSV,
+        REPLICAS,
+    );
+    expect(
+        &run(&f),
+        "install-deployments",
+        Severity::Error,
+        CSV,
+        REPLICAS,
+    );
+    assert!(
+        !run_default(&f).has_errors(),
+        "{}",
+        run_default(&f).render_text()
+    );
 }

@@ -20,6 +20,55 @@ fn deployment_sa(spec: &serde_json::Value) -> String {
         .to_string()
 }
 
+/// Fields of a DeploymentSpec the API server requires to be non-negative
+/// (`ValidateDeploymentSpec` in k8s.io/kubernetes/pkg/apis/apps/validation).
+const NON_NEGATIVE: &[&str] = &[
+    "replicas",
+    "minReadySeconds",
+    "revisionHistoryLimit",
+    "progressDeadlineSeconds",
+];
+
+/// The Deployment spec as Go decodes it and as the API server validates it. A value Go cannot
+/// decode into the typed spec (`"3"`, `1e23` or `1.5` for `replicas`) fails operator-framework/
+/// api's bundle loader (it decodes the CSV into the typed `ClusterServiceVersion`,
+/// `pkg/manifests/bundleloader.go`) and OLM: an error. A value that decodes but that the API
+/// server refuses when OLM creates the Deployment (a negative `replicas`) is only caught at
+/// install time, and operator-sdk does not look: a warning (an error with `suite=strict`).
+fn decode_and_range(
+    ctx: &mut Ctx,
+    f: Option<&str>,
+    base: &str,
+    name: &str,
+    spec: &serde_json::Value,
+) -> BTreeSet<String> {
+    // The paths reported as undecodable: the schema check's findings there would repeat them.
+    let mut undecodable = BTreeSet::new();
+    for p in schemas::deployment_spec_decode_problems(spec) {
+        undecodable.insert(p.path.clone());
+        ctx.error(
+            "install-deployments",
+            f,
+            Some(&format!("{base}.spec.{}", p.path)),
+            format!("deployment {name}: {} (Go's decoder, and so operator-sdk and OLM, cannot read this CSV)", p.message),
+        );
+    }
+    for field in NON_NEGATIVE {
+        let Some(n) = spec.get(*field).and_then(serde_json::Value::as_f64) else {
+            continue;
+        };
+        if n < 0.0 {
+            ctx.stricter(
+                "install-deployments",
+                f,
+                Some(&format!("{base}.spec.{field}")),
+                format!("deployment {name}: {field} is {n}; the API server refuses a negative value, so OLM could not create the Deployment"),
+            );
+        }
+    }
+    undecodable
+}
+
 /// Runs the install checks.
 pub(crate) fn check(ctx: &mut Ctx) {
     let Some(file) = ctx.csv_file() else { return };
@@ -78,6 +127,7 @@ pub(crate) fn check(ctx: &mut Ctx) {
             );
             continue;
         };
+        let undecodable = decode_and_range(ctx, f, &base, name, spec);
         // As Go decodes it: `null`s are zero values, unknown fields (a stray `containers`
         // key in a pod template) are dropped: a warning even when strict.
         match schemas::validate_deployment_spec(
@@ -85,7 +135,10 @@ pub(crate) fn check(ctx: &mut Ctx) {
             &crate::json::without_nulls(spec),
         ) {
             Ok(violations) => {
-                for v in violations {
+                for v in violations
+                    .into_iter()
+                    .filter(|v| !undecodable.contains(&v.path))
+                {
                     let path = if v.path.is_empty() {
                         format!("{base}.spec")
                     } else {
