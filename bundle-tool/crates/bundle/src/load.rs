@@ -10,6 +10,7 @@
 //! that does not parse is skipped with a warning, as operator-registry skips it.
 
 use crate::model::{Bundle, Manifest};
+use olmkit_core::confine::InputRoot;
 use olmkit_core::docs::{
     ParseWarning, parse_document_lenient, parse_documents, parse_documents_lenient,
 };
@@ -39,6 +40,9 @@ pub enum LoadBundleError {
     /// A file could not be parsed.
     #[error(transparent)]
     Parse(#[from] olmkit_core::docs::ParseDocumentError),
+    /// A symbolic link leads out of the bundle directory.
+    #[error(transparent)]
+    Escape(#[from] olmkit_core::confine::ConfineError),
     /// `annotations.yaml` is not of the form `annotations: {key: string}`.
     #[error("{path}: field annotations: {message}")]
     Annotations {
@@ -56,10 +60,21 @@ fn read(path: &Path) -> Result<Vec<u8>, LoadBundleError> {
     })
 }
 
+/// Every file under `dir`, sorted. Symbolic links are followed only when they stay inside `dir`
+/// (a bundle is untrusted input: a link to `/etc/passwd` or a registry credential file must not
+/// end up in a catalog or an image); one that leads out is an error naming it.
 fn sorted_files(dir: &Path) -> Result<Vec<PathBuf>, LoadBundleError> {
+    let root = InputRoot::new(dir)?;
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
+    // Linked directories are read after the whole real tree, and only when their real location
+    // was not read yet: a link back up the tree adds nothing and cannot loop.
+    let mut linked = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(d) = stack.pop().or_else(|| linked.pop()) {
+        if !seen.insert(d.canonicalize().unwrap_or_else(|_| d.clone())) {
+            continue;
+        }
         let rd = fs::read_dir(&d).map_err(|source| LoadBundleError::Read {
             path: d.clone(),
             source,
@@ -74,9 +89,16 @@ fn sorted_files(dir: &Path) -> Result<Vec<PathBuf>, LoadBundleError> {
                 path: p.clone(),
                 source,
             })?;
-            if ft.is_dir() {
+            if ft.is_symlink() {
+                root.check(&p)?;
+                if p.is_dir() {
+                    linked.push(p);
+                } else {
+                    out.push(p);
+                }
+            } else if ft.is_dir() {
                 stack.push(p);
-            } else if ft.is_file() || ft.is_symlink() {
+            } else if ft.is_file() {
                 out.push(p);
             }
         }
@@ -292,6 +314,9 @@ pub enum LoadManifestsError {
     /// A directory holds no YAML or JSON file.
     #[error("{0}: no .yaml, .yml or .json files found")]
     Empty(PathBuf),
+    /// A symbolic link leads out of the directory given.
+    #[error(transparent)]
+    Escape(#[from] olmkit_core::confine::ConfineError),
 }
 
 /// One object of a manifest stream, with where it came from.
@@ -483,6 +508,7 @@ pub fn load_manifest_dir(dir: &Path) -> Result<Vec<InputDocument>, LoadManifests
     }
     let files = sorted_files(dir).map_err(|e| match e {
         LoadBundleError::Read { path, source } => LoadManifestsError::Read { path, source },
+        LoadBundleError::Escape(e) => LoadManifestsError::Escape(e),
         other => LoadManifestsError::Read {
             path: dir.to_path_buf(),
             source: std::io::Error::other(other.to_string()),
@@ -567,6 +593,40 @@ mod tests {
                 .iter()
                 .any(|f| f.starts_with("tests/scorecard"))
         );
+    }
+
+    #[test]
+    fn symlinks_out_of_the_bundle_are_refused_inside_ones_are_read() {
+        use std::os::unix::fs::symlink;
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("config.json"), "{\"auths\": {}}").unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let b = tmp.path().join("b");
+        std::fs::create_dir_all(b.join("manifests")).unwrap();
+        std::fs::create_dir_all(b.join("metadata")).unwrap();
+        std::fs::write(
+            b.join("manifests/a.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+        )
+        .unwrap();
+        // Inside the bundle, and a loop back to its root: fine, read once.
+        symlink("../manifests", b.join("metadata/loop")).unwrap();
+        let files = sorted_files(&b).unwrap();
+        assert!(files.iter().any(|p| p.ends_with("manifests/a.yaml")));
+        symlink(
+            outside.path().join("config.json"),
+            b.join("manifests/creds.yaml"),
+        )
+        .unwrap();
+        let e = load_bundle_dir(&b).unwrap_err().to_string();
+        assert!(
+            e.contains("manifests/creds.yaml") && e.contains("outside"),
+            "{e}"
+        );
+        let e = load_manifest_dir(&b.join("manifests"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("creds.yaml") && e.contains("outside"), "{e}");
     }
 
     #[test]

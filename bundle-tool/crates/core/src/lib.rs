@@ -7,9 +7,11 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod confine;
 pub mod docs;
 pub mod epoch;
 pub mod findings;
 pub mod fsio;
+pub mod goyaml;
 
 pub use findings::{Finding, Report, Severity};
