@@ -1,7 +1,8 @@
 //! Terminal output: logging to stderr, report formats and progress bars.
 //!
 //! Data goes to stdout; progress and logs go to stderr so that `bundle-tool ... > file` captures
-//! only data. Progress bars draw only when stderr is a terminal.
+//! only data. Progress bars draw only when stderr is a terminal, and log lines carry colour
+//! only there too (or when asked): escape codes in a redirected log file are noise.
 
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -27,6 +28,40 @@ pub enum LogFormat {
     Json,
 }
 
+/// When log lines on stderr are coloured.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// When stderr is a terminal, unless `NO_COLOR` is set (`CLICOLOR_FORCE` forces it on).
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// Whether to colour stderr, from `--color`, the environment (<https://no-color.org>, and
+/// `CLICOLOR_FORCE` from the clicolors convention; `NO_COLOR` wins) and whether stderr is a
+/// terminal.
+pub fn use_color(
+    choice: ColorChoice,
+    env: impl Fn(&str) -> Option<String>,
+    stderr_is_terminal: bool,
+) -> bool {
+    let set = |name: &str| env(name).is_some_and(|v| !v.is_empty());
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto if set("NO_COLOR") => false,
+        ColorChoice::Auto
+            if set("CLICOLOR_FORCE") && env("CLICOLOR_FORCE").as_deref() != Some("0") =>
+        {
+            true
+        }
+        ColorChoice::Auto => stderr_is_terminal,
+    }
+}
+
 /// Options shared by every command.
 #[derive(clap::Args, Debug, Clone)]
 pub struct GlobalArgs {
@@ -39,6 +74,10 @@ pub struct GlobalArgs {
     /// Never draw progress bars.
     #[arg(long, global = true)]
     pub no_progress: bool,
+    /// Colour log lines on stderr: auto (when it is a terminal and NO_COLOR is not set),
+    /// always or never.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
 }
 
 /// Starts logging to stderr.
@@ -52,8 +91,14 @@ pub fn init_logging(args: &GlobalArgs) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let color = use_color(
+        args.color,
+        |name| std::env::var(name).ok(),
+        std::io::stderr().is_terminal(),
+    );
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(color)
         .with_writer(std::io::stderr);
     let _ = match args.log_format {
         LogFormat::Json => builder.json().try_init(),
@@ -96,5 +141,37 @@ pub fn print_data(text: &str) -> std::io::Result<()> {
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn colour_follows_the_terminal_the_flag_and_the_environment() {
+        use ColorChoice::*;
+        assert!(use_color(Auto, env(&[]), true));
+        assert!(!use_color(Auto, env(&[]), false));
+        assert!(!use_color(Auto, env(&[("NO_COLOR", "1")]), true));
+        // An empty NO_COLOR does not count (no-color.org).
+        assert!(use_color(Auto, env(&[("NO_COLOR", "")]), true));
+        assert!(use_color(Auto, env(&[("CLICOLOR_FORCE", "1")]), false));
+        assert!(!use_color(Auto, env(&[("CLICOLOR_FORCE", "0")]), false));
+        assert!(!use_color(
+            Auto,
+            env(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]),
+            true
+        ));
+        assert!(use_color(Always, env(&[("NO_COLOR", "1")]), false));
+        assert!(!use_color(Never, env(&[("CLICOLOR_FORCE", "1")]), true));
     }
 }

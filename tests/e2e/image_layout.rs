@@ -597,3 +597,47 @@ fn generated_dockerfiles_describe_the_same_images() {
         "{err}"
     );
 }
+
+/// Runs `-v image build bundle` with stderr redirected to a file, with `extra` global flags
+/// and environment, and returns what landed in the file.
+fn logged_to_file(extra: &[&str], env: &[(&str, &str)]) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("stderr.log");
+    let mut cmd = bundle_tool();
+    cmd.env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let status = cmd
+        .arg("-v")
+        .args(extra)
+        .args(["image", "build", "bundle"])
+        .arg(fixture_bundle())
+        .args(["--tag", "b:v1", "--layout"])
+        .arg(tmp.path().join("images"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("layout written"),
+        "the debug log line: {text}"
+    );
+    text
+}
+
+#[test]
+fn logs_to_a_file_carry_no_colour_codes_unless_asked() {
+    const ESC: char = '\u{1b}';
+    // stderr is a file: plain text.
+    let plain = logged_to_file(&[], &[]);
+    assert!(!plain.contains(ESC), "{plain:?}");
+    assert!(!logged_to_file(&["--color", "never"], &[("CLICOLOR_FORCE", "1")]).contains(ESC));
+    // Asked for: colour even in a file.
+    assert!(logged_to_file(&["--color", "always"], &[("NO_COLOR", "1")]).contains(ESC));
+    assert!(logged_to_file(&[], &[("CLICOLOR_FORCE", "1")]).contains(ESC));
+    // NO_COLOR wins over CLICOLOR_FORCE.
+    assert!(!logged_to_file(&[], &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]).contains(ESC));
+}

@@ -539,3 +539,74 @@ fn interrupted_pushes_are_retried_and_a_dead_registry_is_exit_2() {
         "pushing never writes the layout"
     );
 }
+
+#[test]
+fn image_push_never_moves_a_tag_to_other_content_without_force() {
+    require_tool("skopeo");
+    let registry = Registry::start();
+    let host = registry.host();
+    let tmp = tempfile::tempdir().unwrap();
+    let layout = tmp.path().join("images");
+    let bin = static_binary(tmp.path(), "operator");
+    // Two builds of the same binary at different times: two digests for one tag.
+    for (tag, created) in [("op:old", "1700000000"), ("op:new", "1800000000")] {
+        ok(bundle_tool()
+            .args(["image", "build", "operator", "--binary"])
+            .arg(&bin)
+            .args(["--tag", tag, "--created", created, "--layout"])
+            .arg(&layout));
+    }
+    let target = format!("{host}/team/op:v1");
+    let digest_of = |out: &str| json(out)["digest"].as_str().unwrap().to_string();
+    let (code, out, err) = push(&layout, "op:old", &target, &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let old = digest_of(&out);
+    // Pushing the same image again is fine: the tag already names it.
+    let (code, out, err) = push(&layout, "op:old", &target, &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+
+    let (code, out, err) = push(&layout, "op:new", &target, &[]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains(&format!(
+            "{target} already exists in the registry with digest {old}"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: publish the change under a new tag"),
+        "{err}"
+    );
+    let served = json(&skopeo_remote(&["inspect"], &target));
+    assert_eq!(served["Digest"], old.as_str(), "the tag did not move");
+
+    let (code, out, err) = push(&layout, "op:new", &target, &["--force"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let new = digest_of(&out);
+    assert_ne!(new, old);
+    let served = json(&skopeo_remote(&["inspect"], &target));
+    assert_eq!(served["Digest"], new.as_str());
+
+    // `image build --push` refuses the same way.
+    let (code, out, err) = run(bundle_tool()
+        .args(["image", "build", "operator", "--binary"])
+        .arg(&bin)
+        .args([
+            "--tag",
+            "op:older",
+            "--created",
+            "1600000000",
+            "--push",
+            "--to",
+            &target,
+            "--insecure",
+            "--layout",
+        ])
+        .arg(&layout));
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        err.contains("refusing to overwrite a published tag"),
+        "{err}"
+    );
+}

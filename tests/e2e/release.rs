@@ -730,3 +730,211 @@ fn a_release_killed_at_any_write_fsync_or_rename_recovers_to_old_or_new() {
     // The commit alone has a journal, several renames and fsyncs: many crash points were hit.
     assert!(crashed > 20, "only {crashed} crash points");
 }
+
+/// The digest an OCI layout's index names `name` by (read from `index.json` directly, so the
+/// tests below need no skopeo).
+fn layout_ref_digest(layout: &Path, name: &str) -> Option<String> {
+    let index = json(&std::fs::read_to_string(layout.join("index.json")).ok()?);
+    index["manifests"]
+        .as_array()?
+        .iter()
+        .find(|m| m["annotations"]["org.opencontainers.image.ref.name"] == name)
+        .and_then(|m| m["digest"].as_str().map(String::from))
+}
+
+#[test]
+fn a_rerelease_after_later_versions_does_not_rebuild_the_old_catalog_image() {
+    let p = Project::new();
+    let catalog_ref = "quay.io/example/memcached-operator-catalog:v0.2.0";
+    p.release_ok(&["--version", "0.1.0", "--no-images"]);
+    // 0.2.0 with its images: the layout holds the catalog image as released.
+    let out = p.release_ok(&["--version", "0.2.0"]);
+    assert!(
+        out.contains(&format!("image catalog  {catalog_ref} sha256:")),
+        "{out}"
+    );
+    let layout = p.dir().join("images");
+    let released = layout_ref_digest(&layout, catalog_ref).expect("catalog v0.2.0 in the layout");
+    p.release_ok(&["--version", "0.3.0", "--no-images"]);
+    let before = p.state();
+
+    // Re-running 0.2.0 now: bundle and catalog unchanged, the bundle image rebuilt, the catalog
+    // image not (today's catalog holds 0.3.0), and the layout keeps the released one.
+    let (code, out, err) = p.release(&["--version", "0.2.0"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("memcached-operator.v0.2.0 (0.2.0) is already released"),
+        "{out}"
+    );
+    assert!(
+        out.contains("image bundle   quay.io/example/memcached-operator-bundle:v0.2.0 sha256:"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "image catalog  {catalog_ref} not rebuilt: catalog holds later releases (0.3.0)"
+        )),
+        "{out}"
+    );
+    assert!(
+        err.contains(&format!(
+            "warning: not rebuilding the catalog image {catalog_ref}: catalog now also holds 0.3.0 released after 0.2.0, which that image never contained; the image stays as it was (images keeps the one it has, {released})"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: to rebuild it, run this release from a checkout of the 0.2.0 release"),
+        "{err}"
+    );
+    assert_eq!(p.state().0, before.0, "bundle/ and catalog/ unchanged");
+    assert_eq!(
+        layout_ref_digest(&layout, catalog_ref).as_deref(),
+        Some(released.as_str())
+    );
+    let v = json(&p.release_ok(&["--version", "0.2.0", "--output", "json"]));
+    assert_eq!(v["images"].as_array().unwrap().len(), 1, "{v}");
+    assert!(
+        v["catalogImageSkipped"]
+            .as_str()
+            .unwrap()
+            .contains("not rebuilt"),
+        "{v}"
+    );
+
+    // The newest version's catalog image is today's catalog: it is rebuilt.
+    let out = p.release_ok(&["--version", "0.3.0"]);
+    assert!(
+        out.contains("image catalog  quay.io/example/memcached-operator-catalog:v0.3.0 sha256:"),
+        "{out}"
+    );
+}
+
+#[test]
+fn release_outside_a_project_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    // stdin is not a terminal here (null): the release must not read it for manifests.
+    let (code, out, err) = run(bundle_tool()
+        .current_dir(tmp.path())
+        .args(["release", "--version", "0.5.0"])
+        .stdin(std::process::Stdio::null()));
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("error: no config/manifests here ("), "{err}");
+    assert!(!err.contains("<stdin>"), "{err}");
+    assert!(
+        err.contains("hint: run it from the project root (the directory holding config/), or pass --kustomize DIR, or --manifests DIR|FILE|- (- for stdin)"),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_dir(tmp.path()).unwrap().next().is_none(),
+        "nothing written"
+    );
+}
+
+#[test]
+fn a_version_below_the_head_names_the_head_and_the_way_out() {
+    let p = Project::new();
+    p.three_releases();
+    let before = p.state();
+    let err = p.refused(
+        &["--version", "0.2.5", "--no-images"],
+        &[
+            "error: --version 0.2.5 is not above the head of channel stable, memcached-operator.v0.3.0 (0.3.0)",
+            "hint: release a version above 0.3.0 (e.g. --version 0.3.1)",
+            "hint: to add an already released version to channel stable, use `bundle-tool promote VERSION --to stable`",
+        ],
+    );
+    assert!(!err.contains("config/"), "{err}");
+    assert_eq!(p.state(), before);
+}
+
+#[test]
+fn push_never_moves_a_published_tag_to_other_content_without_force() {
+    require_tool("skopeo");
+    let registry = Registry::start();
+    let host = registry.host();
+    let tmp = tempfile::tempdir().unwrap();
+    let server = static_binary(tmp.path(), "catalog-server");
+    let p = Project::new();
+    let repo = format!("{host}/example/memcached-operator");
+    let push = [
+        "--version",
+        "0.1.0",
+        "--operator-repo",
+        &repo,
+        "--push",
+        "--insecure",
+    ];
+    p.release_ok(&push);
+    let bundle_ref = format!("{repo}-bundle:v0.1.0");
+    let catalog_ref = format!("{repo}-catalog:v0.1.0");
+    let served = |r: &str| {
+        json(&skopeo(&[
+            "inspect",
+            "--tls-verify=false",
+            &format!("docker://{r}"),
+        ]))["Digest"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (bundle_digest, catalog_digest) = (served(&bundle_ref), served(&catalog_ref));
+
+    // Re-running the release later (another SOURCE_DATE_EPOCH, as after a new commit) rebuilds
+    // the same images, with the release's own time: the tags already name them.
+    let rerun = |extra: &[&str]| {
+        run(bundle_tool()
+            .current_dir(p.dir())
+            .env("SOURCE_DATE_EPOCH", "1800000000")
+            .arg("release")
+            .args(push)
+            .args(extra))
+    };
+    let (code, out, err) = rerun(&[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains(&format!("{bundle_ref} {bundle_digest}")),
+        "{out}"
+    );
+    assert_eq!(served(&bundle_ref), bundle_digest);
+    assert_eq!(served(&catalog_ref), catalog_digest);
+
+    // Other content under the same tag (a catalog server in the catalog image now): refused
+    // before anything is pushed.
+    let before = p.state();
+    let with_server = ["--catalog-server", server.to_str().unwrap()];
+    let (code, out, err) = rerun(&with_server);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        err.contains(&format!(
+            "{catalog_ref} already exists in the registry with digest {catalog_digest}"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("refusing to overwrite a published tag with different content"),
+        "{err}"
+    );
+    assert!(err.contains("pass --force to overwrite the tag"), "{err}");
+    assert!(err.contains("nothing was pushed"), "{err}");
+    assert_eq!(served(&catalog_ref), catalog_digest, "the tag did not move");
+    assert_eq!(p.state().0, before.0);
+
+    // --force moves it.
+    let mut forced = with_server.to_vec();
+    forced.extend(["--force", "--output", "json"]);
+    let (code, out, err) = rerun(&forced);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let v = json(&out);
+    let catalog = v["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["kind"] == "catalog")
+        .unwrap()
+        .clone();
+    assert_eq!(catalog["pushed"], true);
+    assert_ne!(catalog["digest"], catalog_digest.as_str());
+    assert_eq!(served(&catalog_ref), catalog["digest"].as_str().unwrap());
+    assert_eq!(served(&bundle_ref), bundle_digest);
+}

@@ -19,7 +19,9 @@ use olmkit_image::images::{
 };
 use olmkit_image::inspect::{ImageInfo, InspectImageError, inspect_layout, inspect_remote};
 use olmkit_image::layout::{WriteLayoutError, read_from_layout, write_to_layout};
-use olmkit_image::push::{PushImageError, PushOptions, PushReport, push};
+use olmkit_image::push::{
+    ExistingTag, PushImageError, PushOptions, PushReport, RegistryOperation, push_with, tag_digest,
+};
 use olmkit_image::remote::{RemoteEvent, RemoteOptions, RetryPolicy, parse_reference};
 use olmkit_image::tree::Owner;
 use serde_json::json;
@@ -97,6 +99,10 @@ pub struct OutputArgs {
     /// Push to this reference instead of --tag.
     #[arg(long, requires = "push")]
     pub to: Option<String>,
+    /// Overwrite the tag in the registry even when it names other content (by default a push
+    /// refuses to move a published tag).
+    #[arg(long, requires = "push")]
+    pub force: bool,
     /// Build time: `now`, seconds since 1970, or RFC 3339. Default: SOURCE_DATE_EPOCH, else
     /// 1970-01-01T00:00:00Z, so the same inputs always give the same digest.
     #[arg(long)]
@@ -273,6 +279,10 @@ pub struct PushArgs {
     /// Where to push (default: --tag).
     #[arg(long)]
     pub to: Option<String>,
+    /// Overwrite the tag in the registry even when it names other content (by default a push
+    /// refuses to move a published tag).
+    #[arg(long)]
+    pub force: bool,
     /// Report format on stdout.
     #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
@@ -460,10 +470,21 @@ fn remote_options(
         "set both {ENV_USERNAME} and {ENV_PASSWORD}, or neither"
     ))?;
     if args.password_stdin {
-        let mut pw = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut pw)
-            .user_hint("pipe the password into --password-stdin")?;
-        let pw = pw.trim_end_matches(['\n', '\r']).to_string();
+        // Read once per process: a release checks and pushes several images, and a second
+        // read of stdin would find it empty.
+        static PASSWORD: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+        let pw = PASSWORD
+            .get_or_init(|| {
+                let mut pw = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut pw)
+                    .map(|_| pw.trim_end_matches(['\n', '\r']).to_string())
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(|e| {
+                CmdError::msg(format!("--password-stdin: cannot read standard input: {e}"))
+                    .hint("pipe the password into --password-stdin")
+            })?;
         if pw.is_empty() {
             return Err(CmdError::msg("--password-stdin: standard input is empty"));
         }
@@ -508,10 +529,49 @@ fn remote_options(
     ))
 }
 
+/// `--force` as the push policy for a tag that already names other content.
+pub(crate) fn existing_tag(force: bool) -> ExistingTag {
+    if force {
+        ExistingTag::Overwrite
+    } else {
+        ExistingTag::Refuse
+    }
+}
+
+/// Checks, without pushing, that `image` may go to `target`: the tag is free or already names
+/// this image (then the push changes nothing). Lets a command that pushes several images
+/// refuse before the first one moves a tag.
+pub(crate) async fn check_tag_free(
+    image: &Image,
+    target: &str,
+    args: &RegistryArgs,
+    g: &GlobalArgs,
+) -> Result<(), CmdError> {
+    let reference = parse_reference(target)
+        .user_hint("references look like registry.example.com/team/image:tag")?;
+    if reference.digest().is_some() {
+        return Ok(());
+    }
+    let (remote, bar) = remote_options(args, g)?;
+    bar.finish_and_clear();
+    match tag_digest(&reference, &remote, RegistryOperation::Push)
+        .await
+        .map_err(push_err)?
+    {
+        Some(d) if d != image.digest().to_string() => Err(push_err(PushImageError::TagExists {
+            reference: reference.whole(),
+            existing: d,
+            ours: image.digest().clone(),
+        })),
+        _ => Ok(()),
+    }
+}
+
 pub(crate) async fn push_image(
     image: &Image,
     target: &str,
     args: &RegistryArgs,
+    existing: ExistingTag,
     g: &GlobalArgs,
 ) -> Result<PushReport, CmdError> {
     let reference = parse_reference(target)
@@ -519,7 +579,7 @@ pub(crate) async fn push_image(
     let (remote, bar) = remote_options(args, g)?;
     bar.set_length(image.blobs().count() as u64);
     bar.set_message(format!("pushing {}", reference.whole()));
-    let result = push(image, &reference, &PushOptions { remote }).await;
+    let result = push_with(image, &reference, &PushOptions { remote }, existing).await;
     bar.finish_and_clear();
     result.map_err(push_err)
 }
@@ -549,7 +609,7 @@ async fn finish_build(
     tracing::debug!(?summary, "layout written");
     let pushed = if out.push {
         let target = out.to.as_deref().unwrap_or(&out.tag);
-        Some(push_image(&image, target, &out.registry, g).await?)
+        Some(push_image(&image, target, &out.registry, existing_tag(out.force), g).await?)
     } else {
         None
     };
@@ -680,7 +740,7 @@ async fn push_cmd(a: PushArgs, g: &GlobalArgs) -> Result<(), CmdError> {
         .unexpected_err()?
         .user_hint("`bundle-tool image inspect LAYOUT` lists nothing? build the image first")?;
     let target = a.to.as_deref().unwrap_or(&a.tag);
-    let report = push_image(&image, target, &a.registry, g).await?;
+    let report = push_image(&image, target, &a.registry, existing_tag(a.force), g).await?;
     let text = match a.output {
         OutputFormat::Json => {
             let mut s = serde_json::to_string_pretty(&report).unexpected_err()?;

@@ -16,10 +16,11 @@ use olmkit_cluster::install::{
 use olmkit_cluster::install_mode::OperatorGroupMode;
 use olmkit_cluster::manifests::{Approval, render_yaml};
 use olmkit_cluster::names::parse_go_duration;
-use olmkit_cluster::olmv1::BundleFacts;
 use olmkit_cluster::olmv1::live::install_v1;
 use olmkit_cluster::olmv1::manifests::{V1Params, v1_manifests};
+use olmkit_cluster::olmv1::resolve::{bundle_roots, choose_bundle, find_bundle_dir};
 use olmkit_cluster::olmv1::support::check_olmv1_support;
+use olmkit_cluster::olmv1::{BundleFacts, ReadBundleFactsError};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -394,9 +395,58 @@ fn request(args: &Args, namespace: &str) -> InstallRequest {
     }
 }
 
+/// Says which local catalog the predictions come from, and warns when it cannot be the
+/// catalog image the manifests name: after a new release, `./catalog` is no longer what an older
+/// image holds, and what it says about versions would be wrong for that image.
+fn announce_catalog(cat: &PackageView, image: &str, channel: Option<&str>) {
+    let path = shown_path(&cat.root);
+    eprintln!(
+        "note: local catalog {path}: read for channels, install modes and the version OLM will install (the image itself is not pulled)"
+    );
+    let Some(m) = cat.image_mismatch(image, channel.unwrap_or("")) else {
+        return;
+    };
+    eprintln!(
+        "warning: the local catalog {path} cannot be the catalog image {image}: its tag names {}, but {}; what follows about versions describes {path}, not the image",
+        m.tag_version,
+        m.reasons.join("; ")
+    );
+    let matching = match &m.matching_tag {
+        Some(t) => format!(
+            ", or use the image tag that matches {path} (--catalog-image {}:{t})",
+            image_repository(image)
+        ),
+        None => String::new(),
+    };
+    eprintln!(
+        "hint: pass --catalog-dir with the catalog as it was at {} (e.g. a `git worktree` of that release){matching}",
+        m.tag
+    );
+}
+
+/// `catalog` as `./catalog`, so that a relative path reads as one.
+fn shown_path(p: &Path) -> String {
+    if p.is_relative() && !p.starts_with(".") && !p.starts_with("..") {
+        format!("./{}", p.display())
+    } else {
+        p.display().to_string()
+    }
+}
+
+/// An image reference without its tag (digest references have no tag to drop).
+fn image_repository(image: &str) -> &str {
+    match image.rfind(':') {
+        Some(i) if !image[i..].contains('/') => &image[..i],
+        _ => image,
+    }
+}
+
 /// Runs the command.
 pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
     let catalog = load_catalog(args.catalog_dir.as_deref(), &args.package)?;
+    if let Some(cat) = &catalog {
+        announce_catalog(cat, &args.catalog_image, args.channel.as_deref());
+    }
     let namespace = namespace_for(&args).await;
     if args.olm_v1 {
         return run_v1(&args, g, catalog.as_ref(), &namespace).await;
@@ -436,43 +486,89 @@ pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
     report_outcome(outcome, "install", &cluster, &namespace).await
 }
 
+/// The bundle OLM v1 will install, as OLM v1 sees it: `--bundle-dir`; else the local catalog's
+/// choice (the highest version in the channel and range), from its `olm.bundle.object`
+/// properties or, for a catalog that carries `olm.csv.metadata` only, from its released bundle
+/// directory (`bundle/<package>/<version>/` beside the catalog, or under `./bundle`).
+fn v1_bundle_facts(args: &Args, catalog: Option<&PackageView>) -> Result<BundleFacts, CmdError> {
+    let cat = match (&args.bundle_dir, catalog) {
+        (Some(dir), _) => {
+            let b = olmkit_bundle::load_bundle_dir(dir).user_err()?;
+            return BundleFacts::from_bundle_dir(&b).user_err();
+        }
+        (None, Some(cat)) => cat,
+        (None, None) => {
+            return Err(CmdError::msg(
+                "--olm-v1 needs the bundle to derive the installer's RBAC: there is no local catalog to find it in",
+            )
+            .hint("pass --catalog-dir with the catalog the image was built from, or --bundle-dir with the bundle of the version to install"));
+        }
+    };
+    let choice = choose_bundle(cat, args.channel.as_deref(), args.version_range.as_deref())
+        .user_hint(
+            "pass another --channel or --version-range (`bundle-tool graph` lists the versions)",
+        )?;
+    if let Some(c) = &choice.caveat {
+        eprintln!("note: {c}");
+    }
+    eprintln!(
+        "OLM v1 will install {} (version {}), the highest version {}",
+        choice.bundle,
+        choice.version,
+        match (&args.channel, &args.version_range) {
+            (Some(c), Some(r)) => format!("in channel {c} within {r:?}"),
+            (Some(c), None) => format!("in channel {c}"),
+            (None, Some(r)) => format!("of package {} within {r:?}", cat.name),
+            (None, None) => format!("of package {}", cat.name),
+        }
+    );
+    let bundle = cat
+        .bundle(&choice.bundle)
+        .ok_or_else(|| CmdError::msg(format!("bundle {} is not in the catalog", choice.bundle)))?;
+    match BundleFacts::from_catalog_bundle(bundle, None) {
+        Err(ReadBundleFactsError::NoObjects(_)) => {}
+        other => {
+            return other.user_hint(
+                "pass --bundle-dir with the bundle directory of the version to install",
+            );
+        }
+    }
+    // The catalog names the bundle but does not carry its manifests: use the released bundle.
+    let roots = bundle_roots(&cat.root);
+    let found = find_bundle_dir(&roots, &cat.name, &choice.bundle, &choice.version)
+        .user_hint("pass --bundle-dir with the bundle directory of the version to install")?;
+    let Some(b) = found else {
+        let looked: Vec<String> = roots
+            .iter()
+            .map(|r| format!("{}/", r.join(&cat.name).display()))
+            .collect();
+        return Err(CmdError::msg(format!(
+            "{}: the catalog carries olm.csv.metadata, not the manifests of {} that OLM v1 needs for the installer RBAC, and no bundle directory of it was found under {}",
+            shown_path(&cat.root),
+            choice.bundle,
+            looked.join(" or ")
+        ))
+        .hint(format!(
+            "pass --bundle-dir with the bundle directory of {} (version {})",
+            choice.bundle, choice.version
+        )));
+    };
+    eprintln!(
+        "note: {} carries olm.csv.metadata, not the manifests of {}: read them from {}",
+        shown_path(&cat.root),
+        choice.bundle,
+        b.root.display()
+    );
+    BundleFacts::from_bundle_dir(&b).user_err()
+}
+
 async fn run_v1(
     args: &Args,
     g: &GlobalArgs,
     catalog: Option<&PackageView>,
     namespace: &str,
 ) -> Result<(), CmdError> {
-    // The bundle that will be installed: --bundle-dir, else the catalog's channel head when it
-    // carries olm.bundle.object properties.
-    let facts = match (&args.bundle_dir, catalog) {
-        (Some(dir), _) => {
-            let b = olmkit_bundle::load_bundle_dir(dir).user_err()?;
-            BundleFacts::from_bundle_dir(&b).user_err()?
-        }
-        (None, Some(cat)) => {
-            let channel = args
-                .channel
-                .clone()
-                .unwrap_or_else(|| cat.default_channel.clone());
-            let head = cat.head(&channel).ok_or_else(|| {
-                CmdError::msg(format!(
-                    "channel {channel:?} of package {} has no single head in the local catalog",
-                    cat.name
-                ))
-            })?;
-            let bundle = cat
-                .bundle(&head)
-                .ok_or_else(|| CmdError::msg(format!("bundle {head} is not in the catalog")))?;
-            BundleFacts::from_catalog_bundle(bundle, None).user_hint(
-                "pass --bundle-dir with the bundle directory of the version to install",
-            )?
-        }
-        (None, None) => {
-            return Err(CmdError::msg(
-                "--olm-v1 needs the bundle to derive the installer's RBAC: pass --bundle-dir (or --catalog-dir with olm.bundle.object properties)",
-            ));
-        }
-    };
+    let facts = v1_bundle_facts(args, catalog)?;
     let report = check_olmv1_support(&facts);
     if !report.findings.is_empty() {
         eprint!("{}", report.render_text());

@@ -14,7 +14,10 @@
 //! images in the layout; releasing an existing version with other content is refused.
 
 use crate::cmd::generate::{InputArgs, load_inputs};
-use crate::cmd::image::{RegistryArgs, build_err, build_time, human_size, layout_err, push_image};
+use crate::cmd::image::{
+    RegistryArgs, build_err, build_time, check_tag_free, existing_tag, human_size, layout_err,
+    push_image,
+};
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, OutputFormat, print_data, spinner};
 use olmkit_bundle::generate::{GenerateInputs, GenerateOptions, GeneratedBundle, generate_bundle};
@@ -95,9 +98,13 @@ pub struct Args {
     /// OCI image layout the images are written into.
     #[arg(long, default_value = "images", value_name = "DIR")]
     pub layout: PathBuf,
-    /// Also push the images to their registries.
+    /// Also push the images to their registries. A tag that already names other content is
+    /// refused (before anything is pushed) unless --force.
     #[arg(long)]
     pub push: bool,
+    /// With --push: overwrite tags that already name other content in the registry.
+    #[arg(long, requires = "push")]
+    pub force: bool,
     /// Pin the operator image in the CSV (deployment, containerImage, relatedImages) and the
     /// bundle image in the catalog by digest instead of by tag.
     #[arg(long, requires = "operator_binary")]
@@ -133,6 +140,8 @@ struct Prepared {
     report: Report,
     notes: Vec<String>,
     images: Vec<BuiltImage>,
+    /// Why the catalog image was not rebuilt (a re-release after later versions).
+    skipped_catalog: Option<String>,
     /// Kept alive until the images are built from them.
     _staging: Vec<tempfile::TempDir>,
 }
@@ -154,8 +163,20 @@ pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
             .map_err(layout_err)?;
     }
     if args.push {
+        // Every tag is checked before the first push, so a refusal moves no tag at all.
+        if !args.force {
+            for i in &p.images {
+                check_tag_free(&i.image, &i.reference, &args.registry, g)
+                    .await
+                    .map_err(|e| {
+                        e.hint(
+                            "nothing was pushed and nothing under bundle/ or catalog/ was changed",
+                        )
+                    })?;
+            }
+        }
         for i in &mut p.images {
-            push_image(&i.image, &i.reference, &args.registry, g)
+            push_image(&i.image, &i.reference, &args.registry, existing_tag(args.force), g)
                 .await
                 .map_err(|e| {
                     e.hint("nothing under bundle/ or catalog/ was changed; re-run the release once the registry works")
@@ -182,10 +203,10 @@ fn prepare(args: &Args, g: &GlobalArgs) -> Result<Prepared, CmdError> {
             args.catalog_dir.display()
         ))
     })?;
+    require_manifests_here(&args.inputs)?;
     let mut inputs = load_inputs(&args.inputs, g)?;
     let mut notes = Vec::new();
     let images_on = !args.no_images && !args.plan;
-    let image_time = build_time(None)?;
 
     // The package, from a first generation with the manifests as they are.
     let probe_options = options(args, &version, String::new(), None, Vec::new(), None, None)?;
@@ -199,6 +220,9 @@ fn prepare(args: &Args, g: &GlobalArgs) -> Result<Prepared, CmdError> {
             && olmkit_catalog::validate::bundle_version(b)
                 .is_some_and(|v| v.cmp_precedence(&version).is_eq())
     });
+    if recorded.is_none() {
+        require_above_heads(&catalog.config, &package, &channels, &version)?;
+    }
     let skip_mode = skip_mode(args);
     let (replaces, skips, skip_range) =
         csv_edge_options(&catalog.config, &package, &channels, &version, &skip_mode)?;
@@ -215,6 +239,16 @@ fn prepare(args: &Args, g: &GlobalArgs) -> Result<Prepared, CmdError> {
         None
     };
     let created_at = created_at(existing.as_ref())?;
+    // A released version's images are rebuilt with the time of its release (its CSV's
+    // createdAt, which the release took from SOURCE_DATE_EPOCH): a re-run then reproduces the
+    // published digests instead of making every image differ by its build time alone.
+    let image_time = match existing
+        .as_ref()
+        .and_then(|_| created_at.parse::<jiff::Timestamp>().ok())
+    {
+        Some(t) => t,
+        None => build_time(None)?,
+    };
 
     // Image names. The manifests' manager image says which containers run the operator; the
     // release points them at REPO:VERSION (like `kustomize edit set image controller=...`).
@@ -304,7 +338,11 @@ fn prepare(args: &Args, g: &GlobalArgs) -> Result<Prepared, CmdError> {
     // Validation, with upgrade safety against the bundle this one replaces.
     let previous = match &replaces {
         Some(r) => {
-            let prev = find_bundle(&args.bundle_root.join(&package), r);
+            let prev = find_bundle(&args.bundle_root.join(&package), r).map_err(|e| {
+                CmdError::user(anyhow::anyhow!("cannot read the released bundle {r} replaces: {e}")).hint(
+                    "released bundles are read for CRD upgrade safety; fix or restore the directory named above",
+                )
+            })?;
             if prev.is_none() {
                 notes.push(format!(
                     "no bundle directory for {r} under {}: CRD upgrade safety against it was not checked",
@@ -415,8 +453,19 @@ fn prepare(args: &Args, g: &GlobalArgs) -> Result<Prepared, CmdError> {
         )));
     }
 
-    // The catalog image, from a staged copy of the catalog with the release applied.
-    if images_on {
+    // The catalog image, from a staged copy of the catalog with the release applied; not for
+    // a re-release once later versions are in the catalog (see `later_versions`).
+    let later = match recorded {
+        Some(_) => later_versions(&catalog.config, &package, &version),
+        None => Vec::new(),
+    };
+    let mut skipped = None;
+    if images_on && !later.is_empty() {
+        let Some(repo) = &catalog_repo else {
+            return Err(no_repo("catalog"));
+        };
+        skipped = Some(skip_catalog_image(args, repo, &version, &later));
+    } else if images_on {
         let Some(repo) = &catalog_repo else {
             return Err(no_repo("catalog"));
         };
@@ -451,8 +500,128 @@ fn prepare(args: &Args, g: &GlobalArgs) -> Result<Prepared, CmdError> {
         report,
         notes,
         images,
+        skipped_catalog: skipped,
         _staging: staging,
     })
+}
+
+/// Refuses a release that reads stdin or nothing by accident: outside a project (no
+/// `config/manifests` and no --kustomize/--manifests), `generate`'s fallback would read stdin
+/// and report `<stdin>: no manifests`, which says nothing about the real mistake.
+fn require_manifests_here(inputs: &InputArgs) -> Result<(), CmdError> {
+    if inputs.manifests.is_some()
+        || inputs.kustomize.is_some()
+        || Path::new("config/manifests").is_dir()
+    {
+        return Ok(());
+    }
+    let cwd = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| ".".into());
+    Err(CmdError::msg(format!(
+        "no config/manifests here ({cwd}): release reads the operator's manifests from config/manifests (the kubebuilder layout)"
+    ))
+    .hint("run it from the project root (the directory holding config/), or pass --kustomize DIR, or --manifests DIR|FILE|- (- for stdin)"))
+}
+
+/// A new version must be above the head of every target channel that has one: the release
+/// makes it the new head (no channel gets a second one). Refused here, before a bundle is
+/// generated, because later the refusal would surface as a validation error about config/.
+fn require_above_heads(
+    cfg: &DeclarativeConfig,
+    package: &str,
+    channels: &[String],
+    version: &Version,
+) -> Result<(), CmdError> {
+    let Some(graph) = olmkit_catalog::graph::package_graphs(cfg)
+        .into_iter()
+        .find(|g| g.package == package)
+    else {
+        return Ok(());
+    };
+    for channel in channels {
+        let Some(head) = graph.channel(channel).and_then(|c| c.head()) else {
+            continue;
+        };
+        let Some(head_version) = cfg
+            .bundles
+            .iter()
+            .find(|b| b.package == package && b.name == head)
+            .and_then(olmkit_catalog::validate::bundle_version)
+        else {
+            continue;
+        };
+        if version.cmp_precedence(&head_version).is_gt() {
+            continue;
+        }
+        let next = Version::new(
+            head_version.major,
+            head_version.minor,
+            head_version.patch + 1,
+        );
+        return Err(CmdError::msg(format!(
+            "--version {version} is not above the head of channel {channel}, {head} ({head_version}): a release adds the new head of its channels"
+        ))
+        .hint(format!(
+            "release a version above {head_version} (e.g. --version {next})"
+        ))
+        .hint(format!(
+            "to add an already released version to channel {channel}, use `bundle-tool promote VERSION --to {channel}`"
+        )));
+    }
+    Ok(())
+}
+
+/// Versions of `package` in the catalog above `version`. Re-running the release of `version`
+/// once these exist cannot rebuild its catalog image: today's catalog holds them, the image
+/// released with `version` did not, and what else changed since (default channel, promotions,
+/// new channels) is not recorded, so the old catalog cannot be reconstructed exactly.
+fn later_versions(cfg: &DeclarativeConfig, package: &str, version: &Version) -> Vec<Version> {
+    let mut out: Vec<Version> = cfg
+        .bundles
+        .iter()
+        .filter(|b| b.package == package)
+        .filter_map(olmkit_catalog::validate::bundle_version)
+        .filter(|v| v.cmp_precedence(version).is_gt())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Why the catalog image of a re-release was not rebuilt, for the report; warns on stderr.
+fn skip_catalog_image(args: &Args, repo: &str, version: &Version, later: &[Version]) -> String {
+    let reference = format!("{repo}:v{version}");
+    let list: Vec<String> = later.iter().map(Version::to_string).collect();
+    let kept = olmkit_image::layout::list_layout(&args.layout)
+        .ok()
+        .and_then(|entries| {
+            entries
+                .into_iter()
+                .find(|e| e.ref_name.as_deref() == Some(reference.as_str()))
+        })
+        .map(|e| {
+            format!(
+                " ({} keeps the one it has, {})",
+                args.layout.display(),
+                e.digest
+            )
+        })
+        .unwrap_or_default();
+    eprintln!(
+        "warning: not rebuilding the catalog image {reference}: {} now also holds {} released after {version}, which that image never contained; the image stays as it was{kept}{}",
+        args.catalog_dir.display(),
+        list.join(", "),
+        if args.push { ", and is not pushed" } else { "" }
+    );
+    eprintln!(
+        "hint: to rebuild it, run this release from a checkout of the {version} release (e.g. `git worktree add ../v{version} <its commit>`), where catalog/ is as it was"
+    );
+    format!(
+        "{reference} not rebuilt: {} holds later releases ({})",
+        args.catalog_dir.display(),
+        list.join(", ")
+    )
 }
 
 /// The CSV's upgrade edges: `spec.replaces`, `spec.skips`, the `olm.skipRange` annotation.
@@ -741,24 +910,35 @@ fn set_operator_image(inputs: &mut GenerateInputs, repo: &str, new_ref: &str) ->
     n
 }
 
-/// The released bundle directory whose CSV is `csv_name`, under `package_dir`.
-fn find_bundle(package_dir: &Path, csv_name: &str) -> Option<olmkit_bundle::Bundle> {
+/// The released bundle directory whose CSV is `csv_name`, under `package_dir`. A released
+/// bundle that cannot be loaded (a broken file, a symlink out of it) is an error naming it, not
+/// a reason to skip the upgrade-safety check silently.
+fn find_bundle(
+    package_dir: &Path,
+    csv_name: &str,
+) -> Result<Option<olmkit_bundle::Bundle>, olmkit_bundle::load::LoadBundleError> {
     // Released bundles live in <package>/<version>/: try the name's version first.
     if let Some((_, v)) = csv_name.split_once(".v") {
         let dir = package_dir.join(v);
-        if let Ok(b) = olmkit_bundle::load_bundle_dir(&dir)
-            && b.csv_name() == Some(csv_name)
-        {
-            return Some(b);
+        if dir.join("manifests").is_dir() {
+            let b = olmkit_bundle::load_bundle_dir(&dir)?;
+            if b.csv_name() == Some(csv_name) {
+                return Ok(Some(b));
+            }
         }
     }
-    let entries = std::fs::read_dir(package_dir).ok()?;
+    let Ok(entries) = std::fs::read_dir(package_dir) else {
+        return Ok(None);
+    };
     let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     dirs.sort();
-    dirs.into_iter()
-        .filter(|d| d.join("manifests").is_dir())
-        .filter_map(|d| olmkit_bundle::load_bundle_dir(&d).ok())
-        .find(|b| b.csv_name() == Some(csv_name))
+    for d in dirs.into_iter().filter(|d| d.join("manifests").is_dir()) {
+        let b = olmkit_bundle::load_bundle_dir(&d)?;
+        if b.csv_name() == Some(csv_name) {
+            return Ok(Some(b));
+        }
+    }
+    Ok(None)
 }
 
 fn tree_diff(a: &BTreeMap<PathBuf, Vec<u8>>, b: &BTreeMap<PathBuf, Vec<u8>>) -> String {
@@ -947,6 +1127,7 @@ fn report(args: &Args, p: &Prepared, plan_only: bool) -> Result<(), CmdError> {
                 "catalogChanged": !plan_only && p.plan.outcome == Outcome::Changed,
                 "layout": if p.images.is_empty() || plan_only { Value::Null } else { json!(args.layout.display().to_string()) },
                 "images": images,
+                "catalogImageSkipped": p.skipped_catalog,
                 "notes": p.notes,
                 "validation": validation,
             }))
@@ -988,6 +1169,9 @@ fn report(args: &Args, p: &Prepared, plan_only: bool) -> Result<(), CmdError> {
                     human_size(i.image.compressed_size()),
                     if i.pushed { ", pushed" } else { "" }
                 ));
+            }
+            if let Some(why) = &p.skipped_catalog {
+                s.push_str(&format!("image catalog  {why}\n"));
             }
             if !p.images.is_empty() {
                 s.push_str(&format!(

@@ -301,7 +301,15 @@ pub fn dot(g: &PackageGraph) -> String {
 const COL_W: i64 = 170;
 const NODE_W: i64 = 152;
 const NODE_H: i64 = 40;
-const LANE_H: i64 = 150;
+const LANE_H: i64 = 160;
+/// Room between an arc's farthest point and its lane's edge (the arrow heads and the stroke
+/// need a few pixels; an arc must never reach into the next lane).
+const ARC_MARGIN: i64 = 8;
+/// How far an arc may bow away from the node edge it starts on and stay in its lane.
+const ARC_ROOM: i64 = LANE_H / 2 - NODE_H / 2 - ARC_MARGIN;
+/// Estimated advance of one character of the 11px legend text (Helvetica/Arial average is
+/// about 0.55em; rounded up so the canvas errs on the wide side).
+const LEGEND_CHAR_W: i64 = 7;
 const LEFT: i64 = 190;
 const TOP: i64 = 80;
 
@@ -318,7 +326,9 @@ fn edge_style(kind: EdgeKind) -> (&'static str, &'static str, &'static str) {
 pub fn svg(graphs: &[PackageGraph]) -> String {
     let mut body = String::new();
     let mut y0 = TOP;
-    let mut width = LEFT + COL_W * 2;
+    let (legend, legend_right) = legend();
+    // The canvas holds the widest package and the legend, whichever is wider.
+    let mut width = (LEFT + COL_W * 2).max(legend_right + 16);
     for g in graphs {
         let columns = g.ordered_bundles();
         width = width.max(LEFT + COL_W * columns.len() as i64 + 40);
@@ -383,11 +393,14 @@ pub fn svg(graphs: &[PackageGraph]) -> String {
                 let x2 = LEFT + col(&e.to) * COL_W + COL_W / 2;
                 let span = (x2 - x1).abs().max(COL_W);
                 let (color, dash, marker) = edge_style(e.kind);
-                // replaces above the lane's centre line, skips and skipRange below.
+                // replaces above the lane's centre line, skips and skipRange below. A
+                // quadratic curve from sy with its control point 2*bend away reaches sy + bend
+                // at its farthest, so |bend| <= ARC_ROOM keeps every arc inside its lane; skips
+                // stay flatter than skipRanges so the two stay apart.
                 let (sy, bend) = match e.kind {
-                    EdgeKind::Replaces => (cy - NODE_H / 2, -(18 + span / 10).min(LANE_H / 2 - 24)),
-                    EdgeKind::Skips => (cy + NODE_H / 2, (14 + span / 12).min(LANE_H / 2 - 30)),
-                    EdgeKind::SkipRange => (cy + NODE_H / 2, (26 + span / 10).min(LANE_H / 2 - 6)),
+                    EdgeKind::Replaces => (cy - NODE_H / 2, -(18 + span / 10).min(ARC_ROOM)),
+                    EdgeKind::Skips => (cy + NODE_H / 2, (14 + span / 12).min(ARC_ROOM - 12)),
+                    EdgeKind::SkipRange => (cy + NODE_H / 2, (26 + span / 10).min(ARC_ROOM)),
                 };
                 let mx = (x1 + x2) / 2;
                 let dash_attr = if dash.is_empty() {
@@ -510,8 +523,18 @@ pub fn svg(graphs: &[PackageGraph]) -> String {
         out,
         "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>"
     );
-    // Legend.
+    out.push_str(&legend);
+    out.push_str(&body);
+    let _ = writeln!(out, "</svg>");
+    out
+}
+
+/// The legend row at the top, and the x where its last text ends (estimated from its length).
+fn legend() -> (String, i64) {
+    let mut out = String::new();
+    let text_w = |t: &str| t.chars().count() as i64 * LEGEND_CHAR_W;
     let mut lx = 16;
+    let mut right = lx;
     for kind in [EdgeKind::Replaces, EdgeKind::Skips, EdgeKind::SkipRange] {
         let (color, dash, marker) = edge_style(kind);
         let dash_attr = if dash.is_empty() {
@@ -519,32 +542,32 @@ pub fn svg(graphs: &[PackageGraph]) -> String {
         } else {
             format!(" stroke-dasharray=\"{dash}\"")
         };
+        let label = format!("{} (older → newer)", kind.as_str());
         let _ = writeln!(
             out,
-            "<line x1=\"{lx}\" y1=\"24\" x2=\"{}\" y2=\"24\" stroke=\"{color}\" stroke-width=\"1.6\"{dash_attr} marker-end=\"url(#{marker})\"/><text x=\"{}\" y=\"28\" class=\"legend\">{} (older → newer)</text>",
+            "<line x1=\"{lx}\" y1=\"24\" x2=\"{}\" y2=\"24\" stroke=\"{color}\" stroke-width=\"1.6\"{dash_attr} marker-end=\"url(#{marker})\"/><text x=\"{}\" y=\"28\" class=\"legend\">{label}</text>",
             lx + 36,
             lx + 44,
-            kind.as_str()
         );
-        lx += 215;
+        right = lx + 44 + text_w(&label);
+        lx = right + 24;
     }
     let _ = writeln!(
         out,
         "<rect x=\"{lx}\" y=\"14\" width=\"28\" height=\"18\" rx=\"5\" fill=\"#dafbe1\" stroke=\"#1a7f37\" stroke-width=\"3\"/><text x=\"{}\" y=\"28\" class=\"legend\">channel head</text>",
         lx + 34
     );
-    lx += 130;
+    lx += 34 + text_w("channel head") + 24;
     let _ = writeln!(
         out,
         "<text x=\"{lx}\" y=\"28\" class=\"legend struck\">deprecated</text>"
     );
-    lx += 90;
+    lx += text_w("deprecated") + 24;
     let _ = writeln!(
         out,
         "<rect x=\"{lx}\" y=\"14\" width=\"28\" height=\"18\" rx=\"5\" fill=\"none\" stroke=\"#8c959f\" stroke-dasharray=\"4 3\"/><text x=\"{}\" y=\"28\" class=\"legend\">not in channel</text>",
         lx + 34
     );
-    out.push_str(&body);
-    let _ = writeln!(out, "</svg>");
-    out
+    right = right.max(lx + 34 + text_w("not in channel"));
+    (out, right)
 }

@@ -249,6 +249,94 @@ impl PackageView {
     }
 }
 
+/// Why a local catalog cannot be the catalog image a command names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageMismatch {
+    /// The image's tag, as given (`v0.3.0`).
+    pub tag: String,
+    /// The version the tag names.
+    pub tag_version: semver::Version,
+    /// What in the local catalog contradicts it, one clause each.
+    pub reasons: Vec<String>,
+    /// The tag that would match the local catalog (`v` + the channel head's version, in the
+    /// style of the given tag), when there is one.
+    pub matching_tag: Option<String>,
+}
+
+/// The version an image reference's tag names (`repo:v0.3.0`, `repo:0.3.0`); `None` for
+/// digest references and tags that are not versions (`latest`).
+pub fn image_tag_version(image: &str) -> Option<(String, semver::Version)> {
+    if image.contains('@') {
+        return None;
+    }
+    let last = image.rsplit('/').next()?;
+    let (_, tag) = last.split_once(':')?;
+    let v = semver::Version::parse(tag.strip_prefix('v').unwrap_or(tag)).ok()?;
+    Some((tag.to_string(), v))
+}
+
+impl PackageView {
+    /// Checks that this catalog can be `image`, as far as its tag tells: a tag naming a version
+    /// must name the head of `channel` and no bundle may be newer (a release tags its catalog
+    /// image with the version whose release built it, and a release only adds versions above
+    /// the heads). `None` when nothing contradicts it or the tag names no version.
+    pub fn image_mismatch(&self, image: &str, channel: &str) -> Option<ImageMismatch> {
+        let (tag, tag_version) = image_tag_version(image)?;
+        let channel = self.effective_channel(channel).to_string();
+        let mut reasons = Vec::new();
+        let versions: Vec<(String, semver::Version)> = self
+            .config
+            .bundles
+            .iter()
+            .filter_map(|b| Some((b.name.clone(), olmkit_catalog::validate::bundle_version(b)?)))
+            .collect();
+        if !versions
+            .iter()
+            .any(|(_, v)| v.cmp_precedence(&tag_version).is_eq())
+        {
+            reasons.push(format!("it has no bundle of version {tag_version}"));
+        }
+        let head = self.head(&channel);
+        let head_version = head.as_ref().and_then(|h| {
+            versions
+                .iter()
+                .find(|(n, _)| n == h)
+                .map(|(_, v)| v.clone())
+        });
+        if let (Some(h), Some(hv)) = (&head, &head_version)
+            && !hv.cmp_precedence(&tag_version).is_eq()
+        {
+            reasons.push(format!("the head of channel {channel} is {h} ({hv})"));
+        }
+        let mut newer: Vec<&semver::Version> = versions
+            .iter()
+            .map(|(_, v)| v)
+            .filter(|v| v.cmp_precedence(&tag_version).is_gt())
+            .collect();
+        newer.sort();
+        newer.dedup();
+        if !newer.is_empty() {
+            let list: Vec<String> = newer.iter().map(|v| v.to_string()).collect();
+            reasons.push(format!(
+                "it has bundles newer than {tag_version} ({})",
+                list.join(", ")
+            ));
+        }
+        if reasons.is_empty() {
+            return None;
+        }
+        let prefix = if tag.starts_with('v') { "v" } else { "" };
+        Some(ImageMismatch {
+            matching_tag: head_version
+                .map(|v| format!("{prefix}{v}"))
+                .filter(|t| *t != tag),
+            tag,
+            tag_version,
+            reasons,
+        })
+    }
+}
+
 /// Every package of a catalog, for commands that span packages (`status`).
 #[derive(Clone, Debug, Default)]
 pub struct CatalogView {
@@ -379,6 +467,37 @@ properties:
         assert!(p.csv_facts("memcached-operator.v0.2.0").is_none());
         let e = p.channel("beta").unwrap_err();
         assert_eq!(e.available, "stable");
+    }
+
+    #[test]
+    fn image_tags_naming_other_versions_are_caught() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), CATALOG);
+        let p = PackageView::load(d.path(), "memcached-operator").unwrap();
+        // The head's own tag, a digest and a non-version tag say nothing against the catalog.
+        assert_eq!(p.image_mismatch("quay.io/x/cat:v0.2.0", ""), None);
+        assert_eq!(p.image_mismatch("localhost:5000/cat:0.2.0", "stable"), None);
+        assert_eq!(p.image_mismatch("quay.io/x/cat:latest", ""), None);
+        assert_eq!(
+            p.image_mismatch(
+                "quay.io/x/cat@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                ""
+            ),
+            None
+        );
+        let m = p.image_mismatch("localhost:5000/x/cat:v0.1.0", "").unwrap();
+        assert_eq!(m.tag, "v0.1.0");
+        assert_eq!(m.matching_tag.as_deref(), Some("v0.2.0"));
+        assert_eq!(
+            m.reasons,
+            [
+                "the head of channel stable is memcached-operator.v0.2.0 (0.2.0)",
+                "it has bundles newer than 0.1.0 (0.2.0)"
+            ]
+        );
+        let m = p.image_mismatch("quay.io/x/cat:0.9.0", "").unwrap();
+        assert_eq!(m.matching_tag.as_deref(), Some("0.2.0"));
+        assert_eq!(m.reasons[0], "it has no bundle of version 0.9.0");
     }
 
     #[test]

@@ -5,12 +5,19 @@
 //! `push_manifest` would re-serialize it and change the digest. Finally the manifest digest is
 //! read back from the registry and compared with ours: a push only succeeds when the registry
 //! serves the image under the digest we computed.
+//!
+//! A tag already in the registry is never replaced by different content unless the caller
+//! says so ([`ExistingTag::Overwrite`]): a published tag is what clusters pull, and a re-run
+//! of an old release must not silently swap what it names. The tag is checked before any blob
+//! is uploaded; [`tag_digest`] lets a caller check all its tags before pushing any.
 
 use crate::build::{Image, MEDIA_TYPE_MANIFEST};
 use crate::digest::Digest;
 use crate::remote::{RegistryError, RemoteOptions, Session};
 use futures::{StreamExt, TryStreamExt};
-use oci_client::{Reference, RegistryOperation};
+use oci_client::Reference;
+/// Which access [`tag_digest`] authenticates for.
+pub use oci_client::RegistryOperation;
 use thiserror::Error;
 
 /// How many blobs upload at the same time.
@@ -37,6 +44,18 @@ pub enum PushImageError {
         /// The image digest.
         actual: Digest,
     },
+    /// The tag already names other content in the registry.
+    #[error(
+        "{reference} already exists in the registry with digest {existing}, and this image is {ours}: refusing to overwrite a published tag with different content"
+    )]
+    TagExists {
+        /// The target.
+        reference: String,
+        /// What the registry serves under the tag.
+        existing: String,
+        /// The image's digest.
+        ours: Digest,
+    },
     /// After the push, the registry serves a different manifest digest.
     #[error(
         "after pushing {reference}, the registry reports digest {actual}, but the pushed manifest is {expected}"
@@ -56,7 +75,7 @@ impl PushImageError {
     pub fn is_user_error(&self) -> bool {
         match self {
             PushImageError::Registry { error, .. } => error.is_user_error(),
-            PushImageError::WrongDigest { .. } => true,
+            PushImageError::WrongDigest { .. } | PushImageError::TagExists { .. } => true,
             PushImageError::DigestMismatch { .. } => false,
         }
     }
@@ -67,6 +86,9 @@ impl PushImageError {
             PushImageError::WrongDigest { .. } => {
                 vec!["push by tag (REPO:TAG), or drop the @digest part".into()]
             }
+            PushImageError::TagExists { .. } => vec![
+                "publish the change under a new tag (release a new version), or pass --force to overwrite the tag".into(),
+            ],
             PushImageError::DigestMismatch { .. } => {
                 vec!["the registry rewrote the manifest; it may not support OCI manifests".into()]
             }
@@ -79,6 +101,66 @@ impl PushImageError {
 pub struct PushOptions {
     /// Connection, credentials, retries, events.
     pub remote: RemoteOptions,
+}
+
+/// What [`push_with`] does when the tag already names other content in the registry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExistingTag {
+    /// Fail with [`PushImageError::TagExists`] before uploading anything.
+    #[default]
+    Refuse,
+    /// Move the tag to the pushed image (`--force`).
+    Overwrite,
+}
+
+/// The digest the registry serves under `reference`'s tag, `None` when the tag (or the
+/// repository) does not exist. `operation` is the access to authenticate for: a check before
+/// a push asks for push access, as the push will (some registries deny a pull-only token for
+/// a repository that does not exist yet).
+pub async fn tag_digest(
+    reference: &Reference,
+    opts: &RemoteOptions,
+    operation: RegistryOperation,
+) -> Result<Option<String>, PushImageError> {
+    let whole = reference.whole();
+    let reg = |error: RegistryError| PushImageError::Registry {
+        reference: whole.clone(),
+        error,
+    };
+    let session = Session::new(reference, opts).map_err(reg)?;
+    session
+        .authenticate(reference, operation)
+        .await
+        .map_err(reg)?;
+    existing_digest(&session, reference).await.map_err(reg)
+}
+
+async fn existing_digest(
+    session: &Session,
+    reference: &Reference,
+) -> Result<Option<String>, RegistryError> {
+    match session
+        .call("check the existing tag", reference, || {
+            session
+                .client
+                .fetch_manifest_digest(reference, &session.auth.auth)
+        })
+        .await
+    {
+        Ok(d) => Ok(Some(d)),
+        Err(RegistryError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Pushes `image` to `reference` and verifies the digest the registry serves; refuses to move
+/// a tag that names other content ([`push_with`] with [`ExistingTag::Refuse`]).
+pub async fn push(
+    image: &Image,
+    reference: &Reference,
+    opts: &PushOptions,
+) -> Result<PushReport, PushImageError> {
+    push_with(image, reference, opts, ExistingTag::Refuse).await
 }
 
 /// What a push did.
@@ -97,11 +179,13 @@ pub struct PushReport {
     pub bytes_uploaded: u64,
 }
 
-/// Pushes `image` to `reference` and verifies the digest the registry serves.
-pub async fn push(
+/// Pushes `image` to `reference` and verifies the digest the registry serves. A tag that
+/// already names other content is refused or overwritten as `existing` says.
+pub async fn push_with(
     image: &Image,
     reference: &Reference,
     opts: &PushOptions,
+    existing: ExistingTag,
 ) -> Result<PushReport, PushImageError> {
     let whole = reference.whole();
     let reg = |error: RegistryError| PushImageError::Registry {
@@ -122,6 +206,17 @@ pub async fn push(
         .authenticate(reference, RegistryOperation::Push)
         .await
         .map_err(reg)?;
+    if reference.digest().is_none()
+        && existing == ExistingTag::Refuse
+        && let Some(d) = existing_digest(&session, reference).await.map_err(reg)?
+        && d != image.digest().to_string()
+    {
+        return Err(PushImageError::TagExists {
+            reference: whole,
+            existing: d,
+            ours: image.digest().clone(),
+        });
+    }
 
     let results: Vec<(bool, u64)> = futures::stream::iter(image.blobs())
         .map(|blob| {

@@ -9,6 +9,7 @@
 
 pub mod live;
 pub mod manifests;
+pub mod resolve;
 pub mod support;
 
 use base64::Engine;
