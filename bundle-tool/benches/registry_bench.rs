@@ -14,7 +14,10 @@
 //!   `SERVING` (polled with a tonic health client), RSS once serving;
 //! - 8 concurrent tonic clients: `GetBundle` latency (p50/p95/p99, full CSV + manifests read
 //!   lazily from disk) and whole-catalog `ListBundles` streams; the server's peak RSS after all
-//!   of it.
+//!   of it;
+//! - the same `GetBundle` load while one raw HTTP/2 connection holds 600 `ListBundles` streams
+//!   open and never reads them (the starvation attack of issue 18): p99 against the unloaded
+//!   run, how many streams the server let the attacker keep, the server's threads and RSS.
 //!
 //! `opm` is not installed here, so its figures are the ones reported in the issue: SERVING
 //! after ~177 s with 2.4 GB RSS from plain FBC, 27-38 s from its prebuilt cache.
@@ -256,6 +259,41 @@ async fn get_bundle_load(
     (lat, bytes, t.elapsed().as_secs_f64())
 }
 
+/// One HTTP/2 connection opening `streams` `ListBundles` calls and never reading them. Returns
+/// what keeps them open (drop it to end the attack) and how many the server kept open.
+async fn unread_streams(endpoint: &str, streams: usize) -> (Vec<h2::RecvStream>, usize) {
+    let addr = endpoint.trim_start_matches("http://").to_string();
+    let tcp = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let (client, conn) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let mut pending = Vec::new();
+    for _ in 0..streams {
+        let mut client = client.clone().ready().await.expect("h2 ready");
+        let request = http::Request::post(format!("http://{addr}/api.Registry/ListBundles"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .expect("request");
+        let (response, mut send) = client.send_request(request, false).expect("send");
+        send.send_data(bytes::Bytes::from_static(&[0, 0, 0, 0, 0]), true)
+            .expect("send body");
+        pending.push(response);
+    }
+    let mut open = Vec::new();
+    for response in pending {
+        let response = response.await.expect("response");
+        if response.headers().get("grpc-status").is_none() {
+            open.push(response.into_body());
+        }
+    }
+    let n = open.len();
+    (open, n)
+}
+
 async fn list_bundles_load(channel: Channel) -> (f64, usize) {
     let t = Instant::now();
     let mut tasks = Vec::new();
@@ -343,6 +381,21 @@ fn main() {
             lat.len() as f64 / wall,
             bytes as f64 / 1e6 / wall
         );
+        let p99_base = percentile(&lat, 0.99);
+        let threads_before = proc_status_mb(pid, "Threads:") * 1024.0;
+        let (held, open) = unread_streams(&server.endpoint, 600).await;
+        // Fresh connections for the other clients, as other OLM components would have.
+        let (lat, _, _) = get_bundle_load(connect(&server.endpoint).await, &all).await;
+        println!(
+            "GetBundle x{} during the attack (one connection, 600 unread ListBundles, {open} kept open): \
+             p50 {:.1} ms, p99 {:.1} ms (unloaded p99 {p99_base:.1} ms); threads {threads_before:.0} -> {:.0}; RSS {:.0} MB",
+            lat.len(),
+            percentile(&lat, 0.50),
+            percentile(&lat, 0.99),
+            proc_status_mb(pid, "Threads:") * 1024.0,
+            proc_status_mb(pid, "VmRSS:")
+        );
+        drop(held);
         let (wall, n) = list_bundles_load(channel).await;
         println!(
             "ListBundles, whole catalog x{CLIENTS} concurrent streams: {wall:.2} s ({n} bundles each)"

@@ -543,6 +543,21 @@ fn bad_input_gets_the_right_answer_and_the_server_keeps_serving() {
         let answer = post_raw(&client, &base, "text/plain", b"{}".to_vec()).await.expect("answer");
         assert_eq!(answer.status, 415);
 
+        // Wrong method, oversized headers: answered with a Status body saying why (hyper alone
+        // answered both with an empty body).
+        let response = client.get(format!("{base}/convert")).send().await.expect("answer");
+        assert_eq!(response.status().as_u16(), 405);
+        let body: Value = response.json().await.expect("a Status body");
+        assert_eq!(body["reason"], "MethodNotAllowed", "{body}");
+        let mut request = client.post(format!("{base}/convert")).header("content-type", "application/json");
+        for i in 0..150 {
+            request = request.header(format!("x-filler-{i}"), "v");
+        }
+        let response = request.body("{}").send().await.expect("answer");
+        assert_eq!(response.status().as_u16(), 431);
+        let body: Value = response.json().await.expect("a Status body");
+        assert_eq!(body["reason"], "RequestHeaderFieldsTooLarge", "{body}");
+
         // A 10 MiB body: 413 without reading it all.
         let mut huge = b"{\"pad\":\"".to_vec();
         huge.resize(10 * 1024 * 1024, b'x');

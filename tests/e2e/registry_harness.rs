@@ -85,6 +85,18 @@ impl Server {
         }
     }
 
+    /// The server's process id (for `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Sends SIGTERM without waiting.
+    pub fn signal_term(&self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status();
+    }
+
     /// What the server wrote to stderr so far, without terminal colour codes.
     pub fn log(&self) -> String {
         let mut s = String::new();

@@ -167,9 +167,12 @@ def beta():
             {"reference": {"schema": "olm.package"}, "message": "beta-op is deprecated; use gamma-op"},
         ]},
     ]
-    out = "# beta-op catalog: YAML with document end markers\n"
-    for d in docs:
-        out += "---\n" + yaml.safe_dump(d, sort_keys=False) + "...\n"
+    # The comment goes inside the first document: opm rejects a leading comment-only document
+    # ("object '' is missing root schema field"), as its golden outputs show.
+    out = ""
+    for i, d in enumerate(docs):
+        out += "---\n" + ("# beta-op catalog: YAML with document end markers\n" if i == 0 else "")
+        out += yaml.safe_dump(d, sort_keys=False) + "...\n"
     return out
 
 

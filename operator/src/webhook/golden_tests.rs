@@ -22,6 +22,7 @@ async fn post(body: Vec<u8>) -> (StatusCode, Vec<u8>) {
         Limits {
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             request_timeout: std::time::Duration::from_secs(10),
+            ..Limits::default()
         },
         WebhookReadiness::new(),
     );

@@ -17,6 +17,7 @@ fn app(max: usize, timeout: Duration, readiness: WebhookReadiness) -> axum::Rout
         Limits {
             max_request_bytes: max,
             request_timeout: timeout,
+            ..Limits::default()
         },
         readiness,
     )
@@ -121,6 +122,18 @@ async fn wrong_method_and_path() {
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
     let (status, body) = send(
         a(),
+        Request::delete("/healthz")
+            .body(Body::empty())
+            .expect("req"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(
+        body.contains("MethodNotAllowed") && body.contains("POST /convert"),
+        "{body}"
+    );
+    let (status, body) = send(
+        a(),
         Request::post("/mutate").body(Body::empty()).expect("req"),
     )
     .await;
@@ -176,10 +189,18 @@ fn flags_parse_with_defaults_and_durations() {
         "1m",
         "--webhook-max-request-bytes",
         "1048576",
+        "--webhook-max-concurrent-requests",
+        "4",
+        "--webhook-max-inflight-bytes",
+        "2097152",
     ])
     .expect("parses")
     .args;
     assert_eq!(custom.webhook_port, 8443);
+    assert_eq!(custom.webhook_max_concurrent_requests, 4);
+    assert_eq!(custom.webhook_max_inflight_bytes, 2 << 20);
+    assert_eq!(defaults.webhook_max_concurrent_requests, 16);
+    assert_eq!(defaults.webhook_max_inflight_bytes, 6 << 20);
     assert_eq!(
         custom.webhook_cert_poll_interval,
         Duration::from_millis(500)
@@ -275,4 +296,125 @@ async fn the_first_existing_pair_wins_and_bad_pairs_name_the_file() {
         err.contains("a.crt") && err.contains("no PEM certificate"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn oversized_headers_get_431_with_a_reason() {
+    let mut builder = Request::post("/convert").header("content-type", "application/json");
+    for i in 0..(super::server::MAX_HEADERS + 1) {
+        builder = builder.header(format!("x-filler-{i}"), "v");
+    }
+    let (status, body) = send(
+        app(1 << 20, Duration::from_secs(5), WebhookReadiness::new()),
+        builder.body(Body::from(REVIEW)).expect("req"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+    assert!(body.contains("RequestHeaderFieldsTooLarge"), "{body}");
+
+    let (status, body) = send(
+        app(1 << 20, Duration::from_secs(5), WebhookReadiness::new()),
+        Request::post("/convert")
+            .header("content-type", "application/json")
+            .header("x-big", "a".repeat(super::server::MAX_HEADER_BYTES))
+            .body(Body::from(REVIEW))
+            .expect("req"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+    assert!(body.contains("bytes"), "{body}");
+}
+
+#[tokio::test]
+async fn requests_beyond_the_budgets_get_429_with_retry_after() {
+    let app = router(
+        Limits {
+            max_concurrent_requests: 1,
+            max_inflight_bytes: 4096,
+            max_request_bytes: 4096,
+            request_timeout: Duration::from_secs(30),
+        },
+        WebhookReadiness::new(),
+    );
+    // The first request holds the only slot: its body never ends.
+    let endless = futures::stream::pending::<Result<axum::body::Bytes, std::io::Error>>();
+    let held = tokio::spawn(
+        app.clone()
+            .oneshot(post(Some("application/json"), Body::from_stream(endless))),
+    );
+    let mut answered = None;
+    for _ in 0..200 {
+        let response = app
+            .clone()
+            .oneshot(post(Some("application/json"), REVIEW))
+            .await
+            .expect("infallible");
+        if response.status() == StatusCode::TOO_MANY_REQUESTS {
+            answered = Some(response);
+            break;
+        }
+        // Its body holds its budget until read or dropped.
+        drop(response);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let response = answered.expect("a second request is refused while the first holds the slot");
+    assert_eq!(
+        response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    let body = String::from_utf8_lossy(&body);
+    assert!(
+        body.contains("TooManyRequests") && body.contains("--webhook-max-concurrent-requests"),
+        "{body}"
+    );
+    held.abort();
+    let _ = held.await;
+    // The slot is given back: the next review converts.
+    let (status, body) = send(app, post(Some("application/json"), REVIEW)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn a_body_larger_than_the_free_byte_budget_gets_429() {
+    let app = router(
+        Limits {
+            max_concurrent_requests: 4,
+            max_inflight_bytes: 64 * 1024,
+            max_request_bytes: 64 * 1024,
+            request_timeout: Duration::from_secs(30),
+        },
+        WebhookReadiness::new(),
+    );
+    // Declares 60 KiB and sends none of it: holds 60 KiB of the 64 KiB budget.
+    let endless = futures::stream::pending::<Result<axum::body::Bytes, std::io::Error>>();
+    let mut request = post(Some("application/json"), Body::from_stream(endless));
+    request
+        .headers_mut()
+        .insert("content-length", http::HeaderValue::from(60 * 1024));
+    let held = tokio::spawn(app.clone().oneshot(request));
+    let mut refused = None;
+    for _ in 0..200 {
+        let padded = format!("{REVIEW}{}", " ".repeat(8 * 1024));
+        let (status, body) = send(app.clone(), post(Some("application/json"), padded)).await;
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            refused = Some(body);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let body = refused.expect("an 8 KiB review does not fit next to 60 KiB in a 64 KiB budget");
+    assert!(body.contains("--webhook-max-inflight-bytes"), "{body}");
+    // A small review still fits.
+    let (status, body) = send(app.clone(), post(Some("application/json"), REVIEW)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    held.abort();
 }

@@ -13,8 +13,29 @@
 //!   returns when `shutdown` is cancelled.
 //! - [`WebhookReadiness`]: tells `/readyz` whether a certificate is loaded and the server is
 //!   serving, with a reason when it is not.
+//!
+//! # Memory budget
+//!
+//! The manager container is limited to 128 MiB (`config/manager/manager.yaml`) and runs the
+//! controller too, so the webhook's memory is bounded by [`admission`]:
+//! `--webhook-max-concurrent-requests` reviews at once (default
+//! [`DEFAULT_MAX_CONCURRENT_REQUESTS`]) holding at most `--webhook-max-inflight-bytes` of
+//! request bodies (default [`DEFAULT_MAX_INFLIGHT_BYTES`], 6 MiB; never below
+//! `--webhook-max-request-bytes`). Converting a review takes about 5.5 times its size at its
+//! peak (body, parsed objects, converted objects, answer; measured: one 2 MiB review of 14,000
+//! objects raises the peak RSS by 11 MiB), so at the defaults the webhook needs at most about
+//! 33 MiB above the process' idle RSS (13 MiB release, 21 MiB debug build), plus per-connection
+//! buffers bounded by the HTTP settings below (HTTP/2 windows of 256 KiB per stream and 1 MiB
+//! per connection, HTTP/1.1 read buffers of at most [`HYPER_MAX_BUF_SIZE`]). The stated budget
+//! is [`MEMORY_BUDGET_BYTES`]: 64 MiB for the whole process, half the manager's limit. The load
+//! test `tests/e2e/conversion_webhook_load.rs` checks it with 48 concurrent 2 MiB reviews
+//! (without the budgets, 24 of them took the process to 214 MiB). Requests beyond the budgets
+//! get `429 Too Many Requests` with `Retry-After` and a Status body; the API server retries
+//! those.
 
+pub mod admission;
 pub mod certs;
+pub mod pool;
 pub mod review;
 pub mod server;
 
@@ -34,6 +55,25 @@ pub const OLM_APISERVICE_CERT_DIR: &str = "/apiserver.local.config/certificates"
 /// The API server's own limit on a request body (3 MiB); a ConversionReview it sends is never
 /// larger.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 3 * 1024 * 1024;
+/// Reviews handled at once by default.
+pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 16;
+/// Request body bytes held at once by default: two reviews of the API server's largest size.
+pub const DEFAULT_MAX_INFLIGHT_BYTES: usize = 6 * 1024 * 1024;
+/// The webhook's stated peak memory (the whole `operator webhook` process, RSS) at the default
+/// limits, whatever the load: half the manager's 128 MiB, leaving the rest to the controller.
+pub const MEMORY_BUDGET_BYTES: usize = 64 * 1024 * 1024;
+/// hyper's ceiling on HTTP/1.1 request headers; between [`server::MAX_HEADERS`] and this, the
+/// 431 comes from our route with a reason, beyond it from hyper with none.
+pub const HYPER_MAX_HEADERS: usize = 256;
+/// hyper's ceiling on an HTTP/1.1 connection's read buffer (headers must fit in it).
+pub const HYPER_MAX_BUF_SIZE: usize = 128 * 1024;
+/// HTTP/2 header list ceiling (above [`server::MAX_HEADER_BYTES`] for the same reason).
+const H2_MAX_HEADER_LIST: u32 = 64 * 1024;
+/// HTTP/2 receive windows: what a client can push before the webhook reads it.
+const H2_STREAM_WINDOW: u32 = 256 * 1024;
+const H2_CONNECTION_WINDOW: u32 = 1024 * 1024;
+/// HTTP/2 streams per connection.
+const H2_MAX_STREAMS: u32 = 64;
 
 /// Flags of the conversion webhook server.
 #[derive(clap::Args, Debug, Clone, PartialEq)]
@@ -75,6 +115,17 @@ pub struct WebhookArgs {
     #[arg(long, env = "WEBHOOK_MAX_REQUEST_BYTES", default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
     pub webhook_max_request_bytes: usize,
 
+    /// Reviews handled at once; more are answered 429 Too Many Requests with Retry-After (the
+    /// API server retries them). Bounds the webhook's memory with --webhook-max-inflight-bytes.
+    #[arg(long, env = "WEBHOOK_MAX_CONCURRENT_REQUESTS", default_value_t = DEFAULT_MAX_CONCURRENT_REQUESTS)]
+    pub webhook_max_concurrent_requests: usize,
+
+    /// Request body bytes held at once by the reviews being handled (never less than
+    /// --webhook-max-request-bytes); more are answered 429 with Retry-After. Peak memory is
+    /// about 3.5 times this above the idle process.
+    #[arg(long, env = "WEBHOOK_MAX_INFLIGHT_BYTES", default_value_t = DEFAULT_MAX_INFLIGHT_BYTES)]
+    pub webhook_max_inflight_bytes: usize,
+
     /// Longest time one request may take: reading its headers, and from its body to the
     /// response, e.g. `10s`.
     #[arg(long, env = "WEBHOOK_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
@@ -97,6 +148,8 @@ impl Default for WebhookArgs {
             webhook_cert_key: "tls.key".into(),
             webhook_cert_poll_interval: Duration::from_secs(5),
             webhook_max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            webhook_max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
+            webhook_max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,
             webhook_request_timeout: Duration::from_secs(10),
             webhook_health_port: None,
         }
@@ -284,11 +337,19 @@ pub async fn serve(
     let mut https = axum_server::tls_rustls::from_tcp_rustls(listener, tls)
         .map_err(|source| ServeWebhookError::Bind { addr, source })?
         .handle(handle.clone());
-    https
-        .http_builder()
+    let builder = https.http_builder();
+    builder
         .http1()
         .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(args.webhook_request_timeout);
+        .header_read_timeout(args.webhook_request_timeout)
+        .max_headers(HYPER_MAX_HEADERS)
+        .max_buf_size(HYPER_MAX_BUF_SIZE);
+    builder
+        .http2()
+        .max_header_list_size(H2_MAX_HEADER_LIST)
+        .initial_stream_window_size(H2_STREAM_WINDOW)
+        .initial_connection_window_size(H2_CONNECTION_WINDOW)
+        .max_concurrent_streams(H2_MAX_STREAMS);
 
     let watcher = tokio::spawn(cert_watcher.run(args.webhook_cert_poll_interval, stop.clone()));
     let stopper = tokio::spawn({
@@ -308,6 +369,8 @@ pub async fn serve(
         server::Limits {
             max_request_bytes: args.webhook_max_request_bytes,
             request_timeout: args.webhook_request_timeout,
+            max_concurrent_requests: args.webhook_max_concurrent_requests,
+            max_inflight_bytes: args.webhook_max_inflight_bytes,
         },
         readiness.clone(),
     );

@@ -1,24 +1,39 @@
 //! HTTP routes of the webhook: `POST /convert`, `GET /healthz`, `GET /readyz`.
 //!
-//! Owns the request-level limits (Content-Type, body size, time); the review itself is answered by
-//! [`super::review`]. Every error body is a `meta/v1` Status in JSON, as the API server's own.
+//! Owns the request-level limits (Content-Type, body size, time, header size, and admission by
+//! [`super::admission`]); the review itself is answered by [`super::review`]. Every error answer
+//! — 404, 405, 408, 413, 415, 429, 431, 500 — has a `meta/v1` Status body in JSON saying why, as
+//! the API server's own errors do. (Headers beyond hyper's own ceilings, see
+//! [`super::HYPER_MAX_HEADERS`], are refused by hyper with a bare 431 before any route runs.)
 
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Version, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use http_body_util::BodyExt;
 
 use super::WebhookReadiness;
+use super::admission::{Admission, Refused, Ticket};
+use super::pool::ConvertPool;
 use super::review::{self, Outcome, Reply};
 
-/// Bodies above this size are converted on the blocking pool, so a 3 MiB review does not stall
-/// the async workers serving other connections.
+/// Bodies above this size are converted on the conversion threads ([`ConvertPool`]), so a 3 MiB
+/// review does not stall the async workers serving other connections.
 const INLINE_BODY_BYTES: usize = 64 * 1024;
+/// Conversion threads: admission bounds the memory, these the CPU and the malloc arenas.
+const CONVERT_THREADS: usize = 2;
+
+/// Most request headers we accept; more get 431 with a reason (hyper's own ceiling is higher).
+pub const MAX_HEADERS: usize = 100;
+/// Most bytes of request headers (names and values) we accept; more get 431 with a reason.
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+/// Seconds a client told 429 should wait before retrying.
+const RETRY_AFTER_SECS: u64 = 1;
 
 /// Request limits of `/convert`.
 #[derive(Clone, Copy, Debug)]
@@ -27,13 +42,93 @@ pub struct Limits {
     pub max_request_bytes: usize,
     /// Longest time from the start of the body to the response.
     pub request_timeout: Duration,
+    /// Reviews handled at once; more get 429.
+    pub max_concurrent_requests: usize,
+    /// Request body bytes held at once by the reviews being handled; more get 429.
+    pub max_inflight_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_request_bytes: super::DEFAULT_MAX_REQUEST_BYTES,
+            request_timeout: Duration::from_secs(10),
+            max_concurrent_requests: super::DEFAULT_MAX_CONCURRENT_REQUESTS,
+            max_inflight_bytes: super::DEFAULT_MAX_INFLIGHT_BYTES,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct AppState {
+    limits: Limits,
+    admission: Admission,
+    pool: ConvertPool,
 }
 
 /// The webhook's routes (served over TLS).
 pub fn router(limits: Limits, readiness: WebhookReadiness) -> Router {
+    let admission = Admission::new(
+        limits.max_concurrent_requests,
+        limits.max_inflight_bytes,
+        limits.max_request_bytes,
+    );
     health_router(readiness)
         .route("/convert", post(convert))
-        .with_state(limits)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(AppState {
+            pool: ConvertPool::new(CONVERT_THREADS, limits.max_concurrent_requests),
+            limits,
+            admission,
+        })
+        .layer(middleware::from_fn(check_headers))
+}
+
+async fn method_not_allowed(method: Method) -> Response {
+    into_response(review::status_reply(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "MethodNotAllowed",
+        &format!(
+            "method {} is not allowed here; the conversion webhook takes POST /convert and GET /healthz, /readyz",
+            review_echo(method.as_str())
+        ),
+    ))
+}
+
+/// At most 64 bytes of a client-chosen token in a message.
+fn review_echo(text: &str) -> String {
+    let mut end = text.len().min(64);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+/// Refuses oversized header sections with a reason (hyper would answer a bare 431 only beyond
+/// its own, higher, ceilings).
+async fn check_headers(request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let count = headers.len();
+    let bytes: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if count > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
+        let message = format!(
+            "request headers too large: {count} headers, {bytes} bytes (limits {MAX_HEADERS} headers, {MAX_HEADER_BYTES} bytes)"
+        );
+        tracing::warn!("rejected request: {message}");
+        let mut response = into_response(review::status_reply(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "RequestHeaderFieldsTooLarge",
+            &message,
+        ));
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
+    next.run(request).await
 }
 
 /// Only the health routes (for the optional plain-HTTP health port).
@@ -54,6 +149,7 @@ pub fn health_router<S: Clone + Send + Sync + 'static>(readiness: WebhookReadine
                 "no such path; the conversion webhook serves POST /convert",
             ))
         })
+        .method_not_allowed_fallback(method_not_allowed)
 }
 
 fn readyz(readiness: &WebhookReadiness) -> Response {
@@ -86,13 +182,19 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
 }
 
-async fn convert(State(limits): State<Limits>, headers: HeaderMap, body: Body) -> Response {
+async fn convert(
+    State(state): State<AppState>,
+    version: Version,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let started = Instant::now();
+    let limits = state.limits;
     if !is_json(&headers) {
         let found = headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .unwrap_or("none");
+            .map_or_else(|| "none".to_string(), review_echo);
         let message = format!("Content-Type must be application/json, got {found}");
         tracing::warn!("rejected request: {message}");
         return into_response(review::status_reply(
@@ -111,9 +213,33 @@ async fn convert(State(limits): State<Limits>, headers: HeaderMap, body: Body) -
         return too_large(limit);
     }
     let work = async {
-        let bytes = match read_body(body, limit, declared).await {
+        if declared.is_some_and(|len| len > limit as u64) {
+            // Over the limit: not admitted; read and discard (bounded, when a drain slot is
+            // free) so the client sees the 413 (see `refuse`).
+            let mut response = too_large(limit);
+            let drained = match state.admission.drain_slot() {
+                Some(_slot) => drain(body, limit).await.is_ok(),
+                None => false,
+            };
+            if version < Version::HTTP_2 && !drained {
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            return response;
+        }
+        let declared = declared.and_then(|len| usize::try_from(len).ok());
+        let mut ticket = match state.admission.admit(declared) {
+            Ok(ticket) => ticket,
+            Err(refused) => return refuse(&state.admission, version, body, limit, &refused).await,
+        };
+        let bytes = match read_body(body, limit, declared, &mut ticket).await {
             ReadBody::Complete(bytes) => bytes,
             ReadBody::TooLarge => return too_large(limit),
+            ReadBody::Refused(refused, rest) => {
+                drop(ticket);
+                return refuse(&state.admission, version, rest, limit, &refused).await;
+            }
             ReadBody::Failed(e) => {
                 let message = format!("cannot read the request body: {e}");
                 tracing::warn!("{message}");
@@ -125,7 +251,7 @@ async fn convert(State(limits): State<Limits>, headers: HeaderMap, body: Body) -
             }
         };
         let size = bytes.len();
-        let (reply, outcome) = answer(bytes).await;
+        let (reply, outcome) = answer(&state.pool, bytes).await;
         match &outcome {
             Outcome::Converted { objects } => tracing::debug!(
                 objects,
@@ -135,7 +261,7 @@ async fn convert(State(limits): State<Limits>, headers: HeaderMap, body: Body) -
             ),
             Outcome::Failed { .. } | Outcome::Rejected { .. } => {}
         }
-        into_response(reply)
+        held_response(reply, ticket)
     };
     match tokio::time::timeout(limits.request_timeout, work).await {
         Ok(response) => response,
@@ -154,11 +280,72 @@ async fn convert(State(limits): State<Limits>, headers: HeaderMap, body: Body) -
     }
 }
 
-async fn answer(bytes: Bytes) -> (Reply, Outcome) {
+/// The answer, keeping the request's budget until hyper has taken the body: the converted
+/// review is about as large as the request, and it is memory too.
+fn held_response(reply: Reply, ticket: Ticket) -> Response {
+    let body = http_body_util::Full::new(Bytes::from(reply.body)).map_frame(move |frame| {
+        let _held = &ticket;
+        frame
+    });
+    (
+        reply.status,
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::new(body),
+    )
+        .into_response()
+}
+
+/// Answers 429 with `Retry-After`, after reading the body and throwing it away (bounded, if a
+/// drain slot is free): an HTTP/1.1 client writes all of it before reading the answer, and over
+/// HTTP/2 an answer sent while the client still sends is followed by a stream reset that some
+/// clients report instead of the answer. Without a drain slot the answer goes out at once (and
+/// an HTTP/1.1 connection is closed after it).
+async fn refuse(
+    admission: &Admission,
+    version: Version,
+    body: Body,
+    limit: usize,
+    refused: &Refused,
+) -> Response {
+    let message = refused.to_string();
+    tracing::warn!("rejected request: {message}");
+    let drained = match admission.drain_slot() {
+        Some(_slot) => drain(body, limit).await.is_ok(),
+        None => false,
+    };
+    let mut response = into_response(review::status_reply(
+        StatusCode::TOO_MANY_REQUESTS,
+        "TooManyRequests",
+        &message,
+    ));
+    let headers = response.headers_mut();
+    headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+    if !drained && version < Version::HTTP_2 {
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+/// Reads a body to its end, keeping nothing; fails beyond [`drain_limit`] or on a read error.
+async fn drain(mut body: Body, limit: usize) -> Result<(), ()> {
+    let mut seen: u64 = 0;
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else { return Err(()) };
+        if let Ok(data) = frame.into_data() {
+            seen = seen.saturating_add(data.len() as u64);
+            if seen > drain_limit(limit) {
+                return Err(());
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn answer(pool: &ConvertPool, bytes: Bytes) -> (Reply, Outcome) {
     if bytes.len() <= INLINE_BODY_BYTES {
         return review::answer(&bytes);
     }
-    match tokio::task::spawn_blocking(move || review::answer(&bytes)).await {
+    match pool.run(move || review::answer(&bytes)).await {
         Ok(answered) => answered,
         Err(e) => {
             let message = format!("conversion task failed: {e}");
@@ -183,17 +370,19 @@ fn drain_limit(limit: usize) -> u64 {
 enum ReadBody {
     Complete(Bytes),
     TooLarge,
+    /// The byte budget ran out part way; the rest of the body is handed back to be drained.
+    Refused(Refused, Body),
     Failed(String),
 }
 
-async fn read_body(mut body: Body, limit: usize, declared: Option<u64>) -> ReadBody {
+async fn read_body(
+    mut body: Body,
+    limit: usize,
+    declared: Option<usize>,
+    ticket: &mut Ticket,
+) -> ReadBody {
     let drain = drain_limit(limit);
-    let mut buffer: Vec<u8> = Vec::with_capacity(
-        declared
-            .and_then(|len| usize::try_from(len).ok())
-            .filter(|len| *len <= limit)
-            .unwrap_or(0),
-    );
+    let mut buffer: Vec<u8> = Vec::with_capacity(declared.filter(|len| *len <= limit).unwrap_or(0));
     let mut seen: u64 = 0;
     while let Some(frame) = body.frame().await {
         let frame = match frame {
@@ -205,6 +394,10 @@ async fn read_body(mut body: Body, limit: usize, declared: Option<u64>) -> ReadB
         };
         seen = seen.saturating_add(data.len() as u64);
         if seen <= limit as u64 {
+            // A body without a declared length is charged as it arrives.
+            if let Err(refused) = ticket.charge_up_to(seen as usize) {
+                return ReadBody::Refused(refused, body);
+            }
             buffer.extend_from_slice(&data);
         } else if seen > drain {
             return ReadBody::TooLarge;

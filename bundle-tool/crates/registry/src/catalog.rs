@@ -189,17 +189,26 @@ impl Catalog {
 
     /// Every channel member, in the order operator-registry's `ListBundles` uses.
     pub fn list_order(&self) -> impl Iterator<Item = ChannelBundle<'_>> + '_ {
-        self.list_order.iter().filter_map(move |&(pi, ci, ei)| {
-            let package = self.index.packages.get(pi as usize)?;
-            let channel = package.channels.get(ci as usize)?;
-            let entry = channel.entries.get(ei as usize)?;
-            let bundle = self.bundle(&package.name, &entry.name)?;
-            Some(ChannelBundle {
-                package,
-                channel,
-                entry,
-                bundle,
-            })
+        (0..self.list_order.len()).filter_map(move |i| self.list_entry(i))
+    }
+
+    /// How many bundles `ListBundles` streams.
+    pub fn list_len(&self) -> usize {
+        self.list_order.len()
+    }
+
+    /// The bundle at `position` of the `ListBundles` order.
+    pub fn list_entry(&self, position: usize) -> Option<ChannelBundle<'_>> {
+        let &(pi, ci, ei) = self.list_order.get(position)?;
+        let package = self.index.packages.get(pi as usize)?;
+        let channel = package.channels.get(ci as usize)?;
+        let entry = channel.entries.get(ei as usize)?;
+        let bundle = self.bundle(&package.name, &entry.name)?;
+        Some(ChannelBundle {
+            package,
+            channel,
+            entry,
+            bundle,
         })
     }
 

@@ -11,6 +11,7 @@
 //! - [`catalog`] answers lookups from the index and reads CSVs and manifests lazily
 //!   ([`payload`], with Go-compatible JSON from [`gojson`]);
 //! - [`query`] implements each RPC's semantics the way operator-registry's `pkg/cache` does;
+//! - [`limits`] bounds streams and blocking work so no client starves another;
 //! - [`service`] and [`server`] put it on the wire with health checks, reflection and graceful
 //!   shutdown; [`probe`] is the `grpc_health_probe` the server also acts as in catalog images.
 
@@ -18,6 +19,7 @@ pub mod build;
 pub mod catalog;
 pub mod gojson;
 pub mod index;
+pub mod limits;
 pub mod payload;
 pub mod probe;
 pub mod query;

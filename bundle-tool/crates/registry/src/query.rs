@@ -24,6 +24,7 @@
 
 use crate::catalog::{Catalog, ChannelBundle};
 use crate::index_pb;
+use crate::limits::{cut, echo};
 use crate::pb;
 use tonic::Status;
 
@@ -135,7 +136,11 @@ fn find_channel<'a>(
         .package(pkg)
         .ok_or_else(|| QueryError::NotFound(pkg_not_found()))?;
     let c = cat.channel(p, channel).ok_or_else(|| {
-        QueryError::NotFound(format!("package {pkg:?}, channel {channel:?} not found"))
+        QueryError::NotFound(format!(
+            "package {}, channel {} not found",
+            echo(pkg),
+            echo(channel)
+        ))
     })?;
     Ok((p, c))
 }
@@ -154,7 +159,7 @@ pub fn list_packages(cat: &Catalog) -> Vec<pb::PackageName> {
 pub fn get_package(cat: &Catalog, name: &str) -> Result<pb::Package> {
     let p = cat
         .package(name)
-        .ok_or_else(|| QueryError::NotFound(format!("package {name:?} not found")))?;
+        .ok_or_else(|| QueryError::NotFound(format!("package {} not found", echo(name))))?;
     Ok(pb::Package {
         name: p.name.clone(),
         channels: p
@@ -173,10 +178,15 @@ pub fn get_package(cat: &Catalog, name: &str) -> Result<pb::Package> {
 
 /// `GetBundle`.
 pub fn get_bundle(cat: &Catalog, pkg: &str, channel: &str, csv: &str) -> Result<pb::Bundle> {
-    let (p, c) = find_channel(cat, pkg, channel, || format!("package {pkg:?} not found"))?;
+    let (p, c) = find_channel(cat, pkg, channel, || {
+        format!("package {} not found", echo(pkg))
+    })?;
     let m = cat.channel_bundle(p, c, csv).ok_or_else(|| {
         QueryError::NotFound(format!(
-            "package {pkg:?}, channel {channel:?}, bundle {csv:?} not found"
+            "package {}, channel {}, bundle {} not found",
+            echo(pkg),
+            echo(channel),
+            echo(csv)
         ))
     })?;
     api_bundle(cat, m, Shape::Trimmed)
@@ -184,10 +194,12 @@ pub fn get_bundle(cat: &Catalog, pkg: &str, channel: &str, csv: &str) -> Result<
 
 /// `GetBundleForChannel`: the channel head.
 pub fn get_bundle_for_channel(cat: &Catalog, pkg: &str, channel: &str) -> Result<pb::Bundle> {
-    let (p, c) = find_channel(cat, pkg, channel, || format!("package {pkg:?} not found"))?;
-    let m = cat
-        .channel_bundle(p, c, &c.head)
-        .ok_or_else(|| QueryError::Internal(format!("channel {channel:?} has no head bundle")))?;
+    let (p, c) = find_channel(cat, pkg, channel, || {
+        format!("package {} not found", echo(pkg))
+    })?;
+    let m = cat.channel_bundle(p, c, &c.head).ok_or_else(|| {
+        QueryError::Internal(format!("channel {} has no head bundle", echo(channel)))
+    })?;
     api_bundle(cat, m, Shape::Trimmed)
 }
 
@@ -226,7 +238,8 @@ pub fn channel_entries_that_replace(cat: &Catalog, name: &str) -> Result<Vec<pb:
     }
     if out.is_empty() {
         return Err(QueryError::NotFound(format!(
-            "no channel entries found that replace {name}"
+            "no channel entries found that replace {}",
+            cut(name)
         )));
     }
     Ok(out)
@@ -240,7 +253,9 @@ pub fn bundle_that_replaces(
     pkg: &str,
     channel: &str,
 ) -> Result<pb::Bundle> {
-    let (p, c) = find_channel(cat, pkg, channel, || format!("package {pkg} not found"))?;
+    let (p, c) = find_channel(cat, pkg, channel, || {
+        format!("package {} not found", cut(pkg))
+    })?;
     for e in &c.entries {
         if (e.replaces == name || e.skips.iter().any(|s| s == name))
             && let Some(m) = cat.channel_bundle(p, c, &e.name)
@@ -249,7 +264,9 @@ pub fn bundle_that_replaces(
         }
     }
     Err(QueryError::NotFound(format!(
-        "no entry found for package {pkg:?}, channel {channel:?}"
+        "no entry found for package {}, channel {}",
+        echo(pkg),
+        echo(channel)
     )))
 }
 
@@ -261,7 +278,10 @@ fn provides(b: &index_pb::Bundle, group: &str, version: &str, kind: &str) -> boo
 
 fn no_provider(group: &str, version: &str, kind: &str) -> QueryError {
     QueryError::NotFound(format!(
-        "no channel entries found that provide group:{group:?} version:{version:?} kind:{kind:?}"
+        "no channel entries found that provide group:{} version:{} kind:{}",
+        echo(group),
+        echo(version),
+        echo(kind)
     ))
 }
 
@@ -340,7 +360,10 @@ pub fn default_bundle_that_provides(
         }
     }
     Err(QueryError::NotFound(format!(
-        "no entry found that provides group:{group:?} version:{version:?} kind:{kind:?}"
+        "no entry found that provides group:{} version:{} kind:{}",
+        echo(group),
+        echo(version),
+        echo(kind)
     )))
 }
 
@@ -349,6 +372,15 @@ pub fn default_bundle_that_provides(
 pub fn list_bundles(cat: &Catalog) -> impl Iterator<Item = Result<pb::Bundle>> + '_ {
     cat.list_order()
         .map(move |m| api_bundle(cat, m, Shape::Listed))
+}
+
+/// Positions `start..start + n` of [`list_bundles`] (fewer at the end): what a `ListBundles`
+/// stream produces next, one batch at a time, without borrowing the catalog between batches.
+pub fn list_bundles_batch(cat: &Catalog, start: usize, n: usize) -> Vec<Result<pb::Bundle>> {
+    (start..cat.list_len().min(start.saturating_add(n)))
+        .filter_map(|i| cat.list_entry(i))
+        .map(|m| api_bundle(cat, m, Shape::Listed))
+        .collect()
 }
 
 /// Schemas operator-registry models itself; custom-schema queries refuse them.
@@ -366,37 +398,53 @@ pub fn custom_blobs<'a>(
     schema: &'a str,
     package: &'a str,
 ) -> Result<impl Iterator<Item = Result<prost_types::Struct>> + 'a> {
+    let positions = custom_blob_positions(cat, schema, package)?;
+    Ok(positions.into_iter().map(move |i| custom_blob_at(cat, i)))
+}
+
+/// Which of the index's other blobs [`custom_blobs`] returns, as positions, so a stream can read
+/// them one batch at a time.
+pub fn custom_blob_positions(cat: &Catalog, schema: &str, package: &str) -> Result<Vec<usize>> {
     if schema.is_empty() {
         return Err(QueryError::InvalidArgument("schema is required".into()));
     }
     if OLM_SCHEMAS.contains(&schema) {
         return Err(QueryError::InvalidArgument(format!(
-            "schema {schema:?} is not a custom schema; use the Registry service"
+            "schema {} is not a custom schema; use the Registry service",
+            echo(schema)
         )));
     }
     if !package.is_empty() && cat.package(package).is_none() {
         return Err(QueryError::NotFound(format!(
-            "package {package:?} not found"
+            "package {} not found",
+            echo(package)
         )));
     }
     Ok(cat
         .index()
         .others
         .iter()
-        .filter(move |o| o.schema == schema && (package.is_empty() || o.package == package))
-        .map(move |o| {
-            let span = o
-                .span
-                .as_ref()
-                .ok_or_else(|| QueryError::Internal("blob without location".into()))?;
-            match crate::payload::read_blob(&cat.source(), span) {
-                Ok(olmkit_catalog::declcfg::Blob::Other(meta)) => Ok(to_struct(meta.blob)),
-                Ok(_) => Err(QueryError::Internal(
-                    "the catalog index points at a blob of another schema".into(),
-                )),
-                Err(e) => Err(QueryError::Internal(e.to_string())),
-            }
-        }))
+        .enumerate()
+        .filter(|(_, o)| o.schema == schema && (package.is_empty() || o.package == package))
+        .map(|(i, _)| i)
+        .collect())
+}
+
+/// The blob at `position` of the index's other blobs, read from disk.
+pub fn custom_blob_at(cat: &Catalog, position: usize) -> Result<prost_types::Struct> {
+    let span = cat
+        .index()
+        .others
+        .get(position)
+        .and_then(|o| o.span.as_ref())
+        .ok_or_else(|| QueryError::Internal("blob without location".into()))?;
+    match crate::payload::read_blob(&cat.source(), span) {
+        Ok(olmkit_catalog::declcfg::Blob::Other(meta)) => Ok(to_struct(meta.blob)),
+        Ok(_) => Err(QueryError::Internal(
+            "the catalog index points at a blob of another schema".into(),
+        )),
+        Err(e) => Err(QueryError::Internal(e.to_string())),
+    }
 }
 
 fn to_prost_value(v: serde_json::Value) -> prost_types::Value {

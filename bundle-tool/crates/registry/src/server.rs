@@ -10,6 +10,7 @@
 use crate::build::{BuildIndexError, BuildOptions, build_index};
 use crate::catalog::Catalog;
 use crate::index::{OpenIndexError, check_fresh, default_index_path, read_index};
+use crate::limits::{Budgets, Limits, Pressure, PressureChange};
 use crate::pb::{
     self, experimental_registry_server::ExperimentalRegistryServer, registry_server::RegistryServer,
 };
@@ -26,6 +27,17 @@ use tracing::{info, warn};
 
 /// How long in-flight calls may take to finish after SIGTERM.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the overload watchdog looks at the budgets.
+const PRESSURE_SAMPLE: Duration = Duration::from_millis(500);
+/// HTTP/2 receive windows. Requests are a few names, so small windows cost nothing and bound
+/// what a client can push at the server unread.
+const STREAM_WINDOW: u32 = 64 * 1024;
+const CONNECTION_WINDOW: u32 = 512 * 1024;
+/// Largest HTTP/2 header list accepted (hyper's default, stated so it is not forgotten).
+const MAX_HEADER_LIST: u32 = 16 * 1024;
+/// Dead or unresponsive peers are found by HTTP/2 PING and their streams released.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Which precomputed index to use.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -59,6 +71,8 @@ pub struct ServeOptions {
     pub load_delay: Duration,
     /// Threads used to scan the catalog (0: one per CPU).
     pub threads: usize,
+    /// Stream and worker budgets.
+    pub limits: Limits,
 }
 
 impl ServeOptions {
@@ -73,6 +87,7 @@ impl ServeOptions {
             termination_log: None,
             load_delay: Duration::ZERO,
             threads: 0,
+            limits: Limits::default(),
         }
     }
 }
@@ -106,7 +121,25 @@ pub struct ServeArgs {
     /// Threads used to scan the catalog (0: one per CPU).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// Wait this many milliseconds before loading (to exercise probes against a slow start).
+    /// HTTP/2 streams (calls) one connection may have open at once.
+    #[arg(long, default_value_t = crate::limits::DEFAULT_MAX_CONCURRENT_STREAMS)]
+    pub max_concurrent_streams: u32,
+    /// Streaming calls (ListBundles, ListPackages, ...) open at once on the whole server; more
+    /// fail with RESOURCE_EXHAUSTED.
+    #[arg(long, default_value_t = crate::limits::DEFAULT_MAX_OPEN_STREAMS)]
+    pub max_open_streams: usize,
+    /// Streaming calls open at once on one connection; more fail with RESOURCE_EXHAUSTED.
+    #[arg(long, default_value_t = crate::limits::DEFAULT_MAX_OPEN_STREAMS_PER_CONNECTION)]
+    pub max_open_streams_per_connection: usize,
+    /// Threads answering unary calls that read the catalog (0: two per CPU, at least 4).
+    #[arg(long, default_value_t = 0)]
+    pub query_threads: usize,
+    /// Seconds the server may stay unable to serve (all stream slots taken, or calls waiting for
+    /// a query thread the whole time) before health reports NOT_SERVING.
+    #[arg(long, default_value_t = crate::limits::DEFAULT_OVERLOAD_GRACE.as_secs())]
+    pub overload_grace_secs: u64,
+    /// Wait this many milliseconds before loading (to exercise probes against a slow start);
+    /// the wait blocks the loader thread like a slow load does.
     #[arg(long, default_value_t = 0, hide = true)]
     pub debug_load_delay_ms: u64,
 }
@@ -127,6 +160,14 @@ impl ServeArgs {
             termination_log: self.termination_log,
             load_delay: Duration::from_millis(self.debug_load_delay_ms),
             threads: self.threads,
+            limits: Limits {
+                max_concurrent_streams: self.max_concurrent_streams.max(1),
+                max_open_streams: self.max_open_streams.max(1),
+                max_open_streams_per_connection: self.max_open_streams_per_connection.max(1),
+                unary_workers: self.query_threads,
+                stream_workers: 0,
+                overload_grace: Duration::from_secs(self.overload_grace_secs),
+            },
         }
     }
 }
@@ -266,6 +307,163 @@ async fn set_all(reporter: &tonic_health::server::HealthReporter, status: Servin
     }
 }
 
+/// Health transitions, serialised so the overload watchdog never undoes the shutdown's
+/// `NOT_SERVING`.
+#[derive(Clone)]
+struct Health {
+    reporter: tonic_health::server::HealthReporter,
+    /// True once shutdown began: no more transitions to `SERVING`.
+    stopping: Arc<tokio::sync::Mutex<bool>>,
+}
+
+impl Health {
+    async fn set(&self, status: ServingStatus) -> bool {
+        let stopping = self.stopping.lock().await;
+        if *stopping && status == ServingStatus::Serving {
+            return false;
+        }
+        set_all(&self.reporter, status).await;
+        true
+    }
+
+    async fn stop(&self) {
+        let mut stopping = self.stopping.lock().await;
+        *stopping = true;
+        set_all(&self.reporter, ServingStatus::NotServing).await;
+    }
+}
+
+/// Flips health to `NOT_SERVING` while the budgets stay exhausted past the grace period, and
+/// back once they recover. Runs from the moment the catalog is served until shutdown.
+async fn watch_pressure(budgets: Budgets, health: Health) {
+    let mut pressure = Pressure::new(budgets.limits().overload_grace);
+    let mut unhealthy = false;
+    let mut tick = tokio::time::interval(PRESSURE_SAMPLE);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let now = tick.tick().await;
+        match pressure.sample(budgets.overloaded(), now, unhealthy) {
+            Some(PressureChange::Overloaded(reason)) => {
+                if !health.set(ServingStatus::NotServing).await {
+                    return;
+                }
+                warn!(
+                    "overloaded for {:?}: {reason}; health reports NOT_SERVING",
+                    budgets.limits().overload_grace
+                );
+                unhealthy = true;
+            }
+            Some(PressureChange::Recovered) => {
+                if !health.set(ServingStatus::Serving).await {
+                    return;
+                }
+                info!("no longer overloaded; health reports SERVING");
+                unhealthy = false;
+            }
+            None => {}
+        }
+        if *health.stopping.lock().await {
+            return;
+        }
+    }
+}
+
+/// Loads the catalog on a thread of its own and reports the outcome.
+///
+/// Not `spawn_blocking`: the runtime waits for its blocking tasks when it shuts down, so a
+/// SIGTERM during a long load would not end the process until the load did. Nothing joins
+/// this thread; process exit ends it.
+async fn load(opts: &ServeOptions) -> Result<(Catalog, LoadedFrom), LoadFailure> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let configs = opts.configs.clone();
+    let choice = opts.index.clone();
+    let threads = opts.threads;
+    let delay = opts.load_delay;
+    let spawned = std::thread::Builder::new()
+        .name("catalog-loader".into())
+        .spawn(move || {
+            if !delay.is_zero() {
+                info!(delay_ms = delay.as_millis() as u64, "delaying the load");
+                std::thread::sleep(delay);
+            }
+            let _ = tx.send(load_catalog(&configs, &choice, threads));
+        });
+    if let Err(e) = spawned {
+        return Err(LoadFailure::Crashed(format!(
+            "cannot start the loader thread: {e}"
+        )));
+    }
+    match rx.await {
+        Ok(loaded) => loaded.map_err(LoadFailure::Catalog),
+        Err(_) => Err(LoadFailure::Crashed("the loader crashed".into())),
+    }
+}
+
+/// Why the served catalog is not available.
+#[derive(Debug, Error)]
+enum LoadFailure {
+    /// The catalog could not be loaded.
+    #[error(transparent)]
+    Catalog(LoadServedCatalogError),
+    /// The loader itself failed.
+    #[error("{0}")]
+    Crashed(String),
+}
+
+impl LoadFailure {
+    fn detailed(&self) -> String {
+        match self {
+            LoadFailure::Catalog(e) => e.detailed(),
+            LoadFailure::Crashed(why) => why.clone(),
+        }
+    }
+}
+
+/// Loads the catalog, publishes it (or the failure), and starts the overload watchdog.
+async fn load_and_publish(
+    opts: ServeOptions,
+    slot: CatalogSlot,
+    health: Health,
+    budgets: Budgets,
+    failure: Arc<Mutex<Option<String>>>,
+    fail_tx: tokio::sync::oneshot::Sender<()>,
+) {
+    let started = Instant::now();
+    match load(&opts).await {
+        Ok((cat, from)) => {
+            let s = cat.stats();
+            let source = match &from {
+                LoadedFrom::Index(p) => format!("index {}", p.display()),
+                LoadedFrom::Scan => "FBC scan".to_string(),
+            };
+            slot.set_ready(Arc::new(cat));
+            health.set(ServingStatus::Serving).await;
+            info!(
+                packages = s.packages,
+                channels = s.channels,
+                bundles = s.bundles,
+                channel_entries = s.entries,
+                files = s.files,
+                load_ms = started.elapsed().as_millis() as u64,
+                from = %source,
+                "catalog loaded; serving"
+            );
+            watch_pressure(budgets, health).await;
+        }
+        Err(why) => {
+            let detailed = why.detailed();
+            report_failure(&opts, &detailed);
+            slot.set_failed(why.to_string());
+            if let Ok(mut f) = failure.lock() {
+                *f = Some(detailed);
+            }
+            if opts.exit_on_load_error {
+                let _ = fail_tx.send(());
+            }
+        }
+    }
+}
+
 /// Serves the catalog until `shutdown` resolves (or, with `exit_on_load_error`, until loading
 /// fails).
 pub async fn serve(
@@ -279,8 +477,12 @@ pub async fn serve(
     let local = listener.local_addr().unwrap_or(addr);
     info!(address = %local, configs = %opts.configs.display(), "listening; loading the catalog");
 
-    let (reporter, health) = tonic_health::server::health_reporter();
-    set_all(&reporter, ServingStatus::NotServing).await;
+    let (reporter, health_service) = tonic_health::server::health_reporter();
+    let health = Health {
+        reporter,
+        stopping: Arc::default(),
+    };
+    health.set(ServingStatus::NotServing).await;
 
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
@@ -292,77 +494,21 @@ pub async fn serve(
         .build_v1alpha()?;
 
     let slot = CatalogSlot::new();
+    let budgets = Budgets::new(opts.limits.clone());
     let failure: Arc<Mutex<Option<String>>> = Arc::default();
     let (fail_tx, fail_rx) = tokio::sync::oneshot::channel::<()>();
-
-    {
-        let slot = slot.clone();
-        let reporter = reporter.clone();
-        let failure = failure.clone();
-        let opts = opts.clone();
-        tokio::spawn(async move {
-            if !opts.load_delay.is_zero() {
-                info!(
-                    delay_ms = opts.load_delay.as_millis() as u64,
-                    "delaying the load"
-                );
-                tokio::time::sleep(opts.load_delay).await;
-            }
-            let started = Instant::now();
-            let configs = opts.configs.clone();
-            let choice = opts.index.clone();
-            let threads = opts.threads;
-            let loaded =
-                tokio::task::spawn_blocking(move || load_catalog(&configs, &choice, threads)).await;
-            match loaded {
-                Ok(Ok((cat, from))) => {
-                    let s = cat.stats();
-                    let source = match &from {
-                        LoadedFrom::Index(p) => format!("index {}", p.display()),
-                        LoadedFrom::Scan => "FBC scan".to_string(),
-                    };
-                    slot.set_ready(Arc::new(cat));
-                    set_all(&reporter, ServingStatus::Serving).await;
-                    info!(
-                        packages = s.packages,
-                        channels = s.channels,
-                        bundles = s.bundles,
-                        channel_entries = s.entries,
-                        files = s.files,
-                        load_ms = started.elapsed().as_millis() as u64,
-                        from = %source,
-                        "catalog loaded; serving"
-                    );
-                }
-                Ok(Err(e)) => {
-                    let reason = e.detailed();
-                    report_failure(&opts, &reason);
-                    slot.set_failed(e.to_string());
-                    if let Ok(mut f) = failure.lock() {
-                        *f = Some(reason);
-                    }
-                    if opts.exit_on_load_error {
-                        let _ = fail_tx.send(());
-                    }
-                }
-                Err(join) => {
-                    let reason = format!("the loader crashed: {join}");
-                    report_failure(&opts, &reason);
-                    slot.set_failed(reason.clone());
-                    if let Ok(mut f) = failure.lock() {
-                        *f = Some(reason);
-                    }
-                    if opts.exit_on_load_error {
-                        let _ = fail_tx.send(());
-                    }
-                }
-            }
-        });
-    }
+    let loader = tokio::spawn(load_and_publish(
+        opts.clone(),
+        slot.clone(),
+        health.clone(),
+        budgets.clone(),
+        failure.clone(),
+        fail_tx,
+    ));
 
     let (draining_tx, draining_rx) = tokio::sync::oneshot::channel::<()>();
     let stop = {
-        let reporter = reporter.clone();
+        let health = health.clone();
         async move {
             let load_failed = async {
                 if fail_rx.await.is_err() {
@@ -375,19 +521,29 @@ pub async fn serve(
                 () = load_failed => {}
             }
             // Tell watchers before the listener closes.
-            set_all(&reporter, ServingStatus::NotServing).await;
+            health.stop().await;
             let _ = draining_tx.send(());
         }
     };
 
+    let limits = &opts.limits;
     let server = tonic::transport::Server::builder()
         .tcp_nodelay(true)
-        .add_service(health)
+        .max_concurrent_streams(limits.max_concurrent_streams)
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .http2_max_header_list_size(MAX_HEADER_LIST)
+        .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+        .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(RegistryServer::new(RegistryService::new(slot.clone())))
+        .add_service(RegistryServer::new(RegistryService::new(
+            slot.clone(),
+            budgets.clone(),
+        )))
         .add_service(ExperimentalRegistryServer::new(ExperimentalService::new(
-            slot,
+            slot, budgets,
         )))
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stop);
     tokio::pin!(server);
@@ -406,6 +562,8 @@ pub async fn serve(
             DRAIN_TIMEOUT.as_secs()
         ),
     }
+    // A load still in progress is abandoned with its thread; the watchdog ends with it.
+    loader.abort();
 
     if opts.exit_on_load_error {
         let failed = failure.lock().ok().and_then(|f| f.clone());

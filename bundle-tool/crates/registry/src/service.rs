@@ -4,25 +4,30 @@
 //! The server accepts connections before the catalog is loaded (so probes get an answer at
 //! once); until then, and forever if loading failed, every RPC answers `UNAVAILABLE` with the
 //! reason, and the health service says `NOT_SERVING`. Queries that may touch the disk run on
-//! the blocking pool; `ListBundles` streams through a small bounded channel, so a slow client
-//! holds back the reader instead of making the server buffer the catalog.
+//! the blocking pool within the budgets of [`crate::limits`]: unary calls on their own workers,
+//! streams on others. Every streaming response holds a stream slot while it is open, and
+//! `ListBundles` (and the custom-schema stream) produce their items lazily, a small batch at a
+//! time when the transport asks for more, so a client that does not read holds back only its
+//! own stream and costs one batch, not a thread or the catalog.
 
 use crate::catalog::Catalog;
+use crate::limits::{Budgets, StreamPermit};
 use crate::pb::{
     self, experimental_registry_server::ExperimentalRegistry, registry_server::Registry,
 };
 use crate::query::{self, QueryError};
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use std::pin::Pin;
 use std::sync::{Arc, RwLock};
-use tokio_stream::wrappers::ReceiverStream;
+use std::task::{Context, Poll};
 use tonic::{Request, Response, Status};
 
 /// Header a client must send (with value `true`) to use the experimental service.
 pub const ACKNOWLEDGE_EXPERIMENTAL: &str = "x-acknowledge-experimental";
 
-/// Bundles buffered between the disk reader and the network in `ListBundles`.
-const STREAM_BUFFER: usize = 16;
+/// Items a stream produces per visit to a stream worker: enough to amortise the hand-off, few
+/// enough that an unread stream holds little.
+const STREAM_BATCH: usize = 8;
 
 #[derive(Debug, Default)]
 enum SlotState {
@@ -74,41 +79,133 @@ impl CatalogSlot {
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
-async fn blocking<T, F>(f: F) -> Result<Response<T>, Status>
-where
-    T: Send + 'static,
-    F: FnOnce() -> Result<T, QueryError> + Send + 'static,
-{
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Status::internal(format!("query task failed: {e}")))?
-        .map(Response::new)
-        .map_err(Status::from)
+/// A streaming response together with its share of the stream budget, which is given back when
+/// the response is dropped: finished, or reset by the client.
+struct Budgeted<T> {
+    inner: BoxStream<T>,
+    _permit: StreamPermit,
+}
+
+impl<T> Stream for Budgeted<T> {
+    type Item = Result<T, Status>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.inner.as_mut().poll_next(cx)
+    }
 }
 
 fn ready_stream<T: Send + 'static>(items: Vec<T>) -> BoxStream<T> {
     Box::pin(tokio_stream::iter(items.into_iter().map(Ok)))
 }
 
-async fn list_stream<T, F>(f: F) -> Result<Response<BoxStream<T>>, Status>
+/// Produces a stream of `total` items lazily, `STREAM_BATCH` at a time, each batch on a stream
+/// worker: the next batch is read only when the transport asks for more, which HTTP/2 flow
+/// control does only once the client has read the previous data. An unread stream therefore
+/// holds one batch, no thread. The stream ends after the first error, as gRPC does.
+fn lazy_stream<T, F>(budgets: Budgets, total: usize, produce: F) -> BoxStream<T>
 where
     T: Send + 'static,
-    F: FnOnce() -> Result<Vec<T>, QueryError> + Send + 'static,
+    F: Fn(usize, usize) -> Vec<Result<T, QueryError>> + Send + Sync + 'static,
 {
-    let items = blocking(f).await?.into_inner();
-    Ok(Response::new(ready_stream(items)))
+    let produce = Arc::new(produce);
+    let batches = futures::stream::unfold(Some(0usize), move |next| {
+        let budgets = budgets.clone();
+        let produce = produce.clone();
+        async move {
+            let start = next.filter(|&n| n < total)?;
+            let batch = budgets
+                .stream_work(move || produce(start, STREAM_BATCH))
+                .await;
+            let mut items = Vec::new();
+            let mut failed = false;
+            match batch {
+                Ok(batch) => {
+                    for item in batch {
+                        match item {
+                            Ok(v) => items.push(Ok(v)),
+                            Err(e) => {
+                                items.push(Err(Status::from(e)));
+                                failed = true;
+                                break;
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    items.push(Err(Status::from(e)));
+                    failed = true;
+                }
+            }
+            let following = (!failed).then_some(start + STREAM_BATCH);
+            Some((futures::stream::iter(items), following))
+        }
+    });
+    Box::pin(batches.flatten())
+}
+
+/// What both services share: the catalog and the budgets.
+#[derive(Clone, Debug)]
+struct Shared {
+    slot: CatalogSlot,
+    budgets: Budgets,
+}
+
+impl Shared {
+    /// Runs a query that may read the disk on a unary worker.
+    async fn unary<T, F>(&self, f: F) -> Result<Response<T>, Status>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> Result<T, QueryError> + Send + 'static,
+    {
+        self.budgets
+            .unary(f)
+            .await
+            .map_err(Status::from)?
+            .map(Response::new)
+            .map_err(Status::from)
+    }
+
+    /// Takes a stream slot for a request's connection, or refuses the call.
+    fn open<R>(&self, request: &Request<R>) -> Result<StreamPermit, Status> {
+        self.budgets
+            .open_stream(request.remote_addr())
+            .map_err(Status::from)
+    }
+
+    /// A streaming answer computed at once on a unary worker (lists of metadata, bounded by the
+    /// catalog's graph, not its payloads), holding a stream slot until it is read or dropped.
+    async fn list<T, F>(&self, permit: StreamPermit, f: F) -> Result<Response<BoxStream<T>>, Status>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> Result<Vec<T>, QueryError> + Send + 'static,
+    {
+        let items = self.unary(f).await?.into_inner();
+        Ok(budgeted(ready_stream(items), permit))
+    }
+}
+
+fn budgeted<T: Send + 'static>(
+    inner: BoxStream<T>,
+    permit: StreamPermit,
+) -> Response<BoxStream<T>> {
+    Response::new(Box::pin(Budgeted {
+        inner,
+        _permit: permit,
+    }))
 }
 
 /// `api.Registry`.
 #[derive(Clone, Debug)]
 pub struct RegistryService {
-    slot: CatalogSlot,
+    shared: Shared,
 }
 
 impl RegistryService {
-    /// A service answering from `slot`.
-    pub fn new(slot: CatalogSlot) -> Self {
-        Self { slot }
+    /// A service answering from `slot` within `budgets`.
+    pub fn new(slot: CatalogSlot, budgets: Budgets) -> Self {
+        Self {
+            shared: Shared { slot, budgets },
+        }
     }
 }
 
@@ -122,17 +219,18 @@ impl Registry for RegistryService {
 
     async fn list_packages(
         &self,
-        _request: Request<pb::ListPackageRequest>,
+        request: Request<pb::ListPackageRequest>,
     ) -> Result<Response<Self::ListPackagesStream>, Status> {
-        let cat = self.slot.get()?;
-        Ok(Response::new(ready_stream(query::list_packages(&cat))))
+        let cat = self.shared.slot.get()?;
+        let permit = self.shared.open(&request)?;
+        Ok(budgeted(ready_stream(query::list_packages(&cat)), permit))
     }
 
     async fn get_package(
         &self,
         request: Request<pb::GetPackageRequest>,
     ) -> Result<Response<pb::Package>, Status> {
-        let cat = self.slot.get()?;
+        let cat = self.shared.slot.get()?;
         let r = request.into_inner();
         query::get_package(&cat, &r.name)
             .map(Response::new)
@@ -143,103 +241,116 @@ impl Registry for RegistryService {
         &self,
         request: Request<pb::GetBundleRequest>,
     ) -> Result<Response<pb::Bundle>, Status> {
-        let cat = self.slot.get()?;
+        let cat = self.shared.slot.get()?;
         let r = request.into_inner();
-        blocking(move || query::get_bundle(&cat, &r.pkg_name, &r.channel_name, &r.csv_name)).await
+        self.shared
+            .unary(move || query::get_bundle(&cat, &r.pkg_name, &r.channel_name, &r.csv_name))
+            .await
     }
 
     async fn get_bundle_for_channel(
         &self,
         request: Request<pb::GetBundleInChannelRequest>,
     ) -> Result<Response<pb::Bundle>, Status> {
-        let cat = self.slot.get()?;
+        let cat = self.shared.slot.get()?;
         let r = request.into_inner();
-        blocking(move || query::get_bundle_for_channel(&cat, &r.pkg_name, &r.channel_name)).await
+        self.shared
+            .unary(move || query::get_bundle_for_channel(&cat, &r.pkg_name, &r.channel_name))
+            .await
     }
 
     async fn get_channel_entries_that_replace(
         &self,
         request: Request<pb::GetAllReplacementsRequest>,
     ) -> Result<Response<Self::GetChannelEntriesThatReplaceStream>, Status> {
-        let cat = self.slot.get()?;
+        let cat = self.shared.slot.get()?;
+        let permit = self.shared.open(&request)?;
         let r = request.into_inner();
-        list_stream(move || query::channel_entries_that_replace(&cat, &r.csv_name)).await
+        self.shared
+            .list(permit, move || {
+                query::channel_entries_that_replace(&cat, &r.csv_name)
+            })
+            .await
     }
 
     async fn get_bundle_that_replaces(
         &self,
         request: Request<pb::GetReplacementRequest>,
     ) -> Result<Response<pb::Bundle>, Status> {
-        let cat = self.slot.get()?;
+        let cat = self.shared.slot.get()?;
         let r = request.into_inner();
-        blocking(move || {
-            query::bundle_that_replaces(&cat, &r.csv_name, &r.pkg_name, &r.channel_name)
-        })
-        .await
+        self.shared
+            .unary(move || {
+                query::bundle_that_replaces(&cat, &r.csv_name, &r.pkg_name, &r.channel_name)
+            })
+            .await
     }
 
     async fn get_channel_entries_that_provide(
         &self,
         request: Request<pb::GetAllProvidersRequest>,
     ) -> Result<Response<Self::GetChannelEntriesThatProvideStream>, Status> {
-        let cat = self.slot.get()?;
+        let cat = self.shared.slot.get()?;
+        let permit = self.shared.open(&request)?;
         let r = request.into_inner();
-        list_stream(move || {
-            query::channel_entries_that_provide(&cat, &r.group, &r.version, &r.kind)
-        })
-        .await
+        self.shared
+            .list(permit, move || {
+                query::channel_entries_that_provide(&cat, &r.group, &r.version, &r.kind)
+            })
+            .await
     }
 
     async fn get_latest_channel_entries_that_provide(
         &self,
         request: Request<pb::GetLatestProvidersRequest>,
     ) -> Result<Response<Self::GetLatestChannelEntriesThatProvideStream>, Status> {
-        let cat = self.slot.get()?;
+        let cat = self.shared.slot.get()?;
+        let permit = self.shared.open(&request)?;
         let r = request.into_inner();
-        list_stream(move || {
-            query::latest_channel_entries_that_provide(&cat, &r.group, &r.version, &r.kind)
-        })
-        .await
+        self.shared
+            .list(permit, move || {
+                query::latest_channel_entries_that_provide(&cat, &r.group, &r.version, &r.kind)
+            })
+            .await
     }
 
     async fn get_default_bundle_that_provides(
         &self,
         request: Request<pb::GetDefaultProviderRequest>,
     ) -> Result<Response<pb::Bundle>, Status> {
-        let cat = self.slot.get()?;
+        let cat = self.shared.slot.get()?;
         let r = request.into_inner();
-        blocking(move || query::default_bundle_that_provides(&cat, &r.group, &r.version, &r.kind))
+        self.shared
+            .unary(move || query::default_bundle_that_provides(&cat, &r.group, &r.version, &r.kind))
             .await
     }
 
     async fn list_bundles(
         &self,
-        _request: Request<pb::ListBundlesRequest>,
+        request: Request<pb::ListBundlesRequest>,
     ) -> Result<Response<Self::ListBundlesStream>, Status> {
-        let cat = self.slot.get()?;
-        let (tx, rx) = tokio::sync::mpsc::channel(STREAM_BUFFER);
-        tokio::task::spawn_blocking(move || {
-            for b in query::list_bundles(&cat) {
-                // A closed channel means the client went away: stop reading.
-                if tx.blocking_send(b.map_err(Status::from)).is_err() {
-                    break;
-                }
-            }
+        let cat = self.shared.slot.get()?;
+        let permit = self.shared.open(&request)?;
+        let total = cat.list_len();
+        let stream = lazy_stream(self.shared.budgets.clone(), total, move |start, n| {
+            query::list_bundles_batch(&cat, start, n)
         });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(budgeted(stream, permit))
     }
 }
 
 /// `api.ExperimentalRegistry`.
 #[derive(Clone, Debug)]
 pub struct ExperimentalService {
-    slot: CatalogSlot,
+    shared: Shared,
 }
 
 impl ExperimentalService {
-    /// A service answering from `slot`.
-    pub fn new(slot: CatalogSlot) -> Self {
-        Self { slot }
+    /// A service answering from `slot` within `budgets`.
+    pub fn new(slot: CatalogSlot, budgets: Budgets) -> Self {
+        Self {
+            shared: Shared { slot, budgets },
+        }
     }
 }
 
@@ -261,23 +372,25 @@ impl ExperimentalRegistry for ExperimentalService {
         if !acknowledged {
             return Ok(Response::new(ready_stream(Vec::new())));
         }
-        let cat = self.slot.get()?;
+        let cat = self.shared.slot.get()?;
+        let permit = self.shared.open(&request)?;
         let r = request.into_inner();
-        let (tx, rx) = tokio::sync::mpsc::channel(STREAM_BUFFER);
-        tokio::task::spawn_blocking(move || {
-            match query::custom_blobs(&cat, &r.schema, &r.package_name) {
-                Err(e) => {
-                    let _ = tx.blocking_send(Err(Status::from(e)));
-                }
-                Ok(iter) => {
-                    for item in iter {
-                        if tx.blocking_send(item.map_err(Status::from)).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
+        let positions = {
+            let cat = cat.clone();
+            self.shared
+                .unary(move || query::custom_blob_positions(&cat, &r.schema, &r.package_name))
+                .await?
+                .into_inner()
+        };
+        let total = positions.len();
+        let stream = lazy_stream(self.shared.budgets.clone(), total, move |start, n| {
+            positions
+                .iter()
+                .skip(start)
+                .take(n)
+                .map(|&i| query::custom_blob_at(&cat, i))
+                .collect()
         });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(budgeted(stream, permit))
     }
 }

@@ -4,12 +4,17 @@
 //! Invoked as `grpc_health_probe` (catalog images link that name to it), it is a health probe
 //! instead: see `olmkit_registry::probe`.
 //!
-//! Exit codes: 0 after a clean shutdown, 1 when the catalog cannot be loaded and
+//! Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT at any moment, also while the catalog
+//! is still loading: the load is abandoned), 1 when the catalog cannot be loaded and
 //! `--exit-on-load-error` is set, 2 for anything else (port in use, ...).
 
 use clap::Parser;
 use olmkit_registry::server::{ServeArgs, serve, shutdown_signal};
 use std::process::ExitCode;
+use std::time::Duration;
+
+/// How long blocking work may still run once the server has stopped.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 
 /// Serve a File-Based Catalog over operator-registry's gRPC API (api.Registry), with gRPC
 /// health and reflection.
@@ -80,8 +85,11 @@ fn main() -> ExitCode {
     };
 
     let opts = args.serve.into_options();
+    // Queries take blocking threads only through the budgets of `olmkit_registry::limits`; the
+    // cap is a backstop against anything else growing the pool towards tokio's 512.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(opts.limits.blocking_threads() + 4)
         .build()
     {
         Ok(rt) => rt,
@@ -90,7 +98,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(serve(opts, shutdown_signal())) {
+    let served = runtime.block_on(serve(opts, shutdown_signal()));
+    // Do not wait for a query still reading the disk: the process is going away.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e @ olmkit_registry::ServeError::Load { .. }) => {
             eprintln!("error: {e}");
