@@ -22,8 +22,19 @@ pub fn upstream_reference() -> Option<PathBuf> {
     p.is_dir().then_some(p)
 }
 
-/// Prints a loud notice that a conformance suite was skipped.
+/// True when running in CI (`CI` set to anything but empty, `0` or `false`), where the
+/// upstream reference data must be present.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
+/// Prints a loud notice that a conformance suite was skipped; in CI, where the data must be
+/// there, fails instead, so that a suite cannot pass by not running.
 pub fn announce_skip(suite: &str, why: &str) {
+    assert!(
+        !in_ci(),
+        "{suite}: {why}; CI is set, and in CI the upstream data must be present"
+    );
     let line = "!".repeat(78);
     eprintln!("{line}\n!! SKIPPED: {suite}\n!! {why}\n{line}");
 }
