@@ -46,18 +46,20 @@ fn render_a_bundle_directory_like_opm() {
         v["image"],
         "quay.io/community/authorino-operator-bundle:v0.13.0"
     );
-    assert!(
-        v["properties"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|p| p["type"] == "olm.csv.metadata")
-    );
-    // --bundle-object embeds every manifest
+    // Like opm 1.73: every manifest as olm.bundle.object, no olm.csv.metadata.
+    let types: Vec<&str> = v["properties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["type"].as_str().unwrap())
+        .collect();
+    assert!(types.contains(&"olm.bundle.object") && !types.contains(&"olm.csv.metadata"));
+    // --migrate-level bundle-object-to-csv-metadata gives one olm.csv.metadata, last
     let out = bt()
         .args([
             "render",
-            "--bundle-object",
+            "--migrate-level",
+            "bundle-object-to-csv-metadata",
             "-o",
             "yaml",
             "--image-ref-template",
@@ -67,22 +69,34 @@ fn render_a_bundle_directory_like_opm() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    assert!(stdout(&out).starts_with("---\n") && stdout(&out).contains("olm.bundle.object"));
+    let text = stdout(&out);
+    assert!(text.starts_with("---\n") && !text.contains("olm.bundle.object"));
+    assert!(text.contains("- type: olm.csv.metadata"), "{text}");
 }
 
 #[test]
-fn render_without_an_image_is_a_user_error_with_a_hint() {
+fn render_without_an_image_gives_an_empty_image_like_opm() {
     let out = bt()
         .arg("render")
         .arg(fixtures().join("real-bundles/authorino-operator/0.13.0"))
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = stderr(&out);
-    assert!(
-        err.contains("error: ") && err.contains("hint: pass --image-ref-template"),
-        "{err}"
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["image"], "");
+    // opm adds the (empty) bundle image to relatedImages, sorted first.
+    assert_eq!(
+        v["relatedImages"][0],
+        serde_json::json!({"name": "", "image": ""})
     );
+    // An invalid template is still a user error with a hint.
+    let out = bt()
+        .args(["render", "--image-ref-template", "quay.io/x/fixed:1"])
+        .arg(fixtures().join("real-bundles/authorino-operator/0.13.0"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("{version}"), "{}", stderr(&out));
     assert!(stdout(&out).is_empty(), "no partial output");
 }
 
@@ -619,7 +633,9 @@ fn render_of_a_missing_input_says_what_an_input_is() {
         "{err}"
     );
     assert!(
-        err.contains("hint: an INPUT is a bundle directory (manifests/ and metadata/annotations.yaml), a catalog directory"),
+        err.contains(
+            "hint: an INPUT is a bundle directory (manifests/ and metadata/), a catalog directory"
+        ),
         "{err}"
     );
     assert!(stdout(&out).is_empty());
@@ -629,7 +645,8 @@ fn render_of_a_missing_input_says_what_an_input_is() {
     let out = bt().arg("render").arg(tmp.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("has no manifests/ folder, so it is read as a catalog directory"),
+        stderr(&out)
+            .contains("has no manifests/ and metadata/ folders, so it is read as a catalog"),
         "{}",
         stderr(&out)
     );
@@ -892,4 +909,402 @@ fn catalog_check_warns_about_dead_end_channel_switches() {
         text.contains("warning[channel-switch]") && text.contains("switched to channel stable"),
         "{text}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// opm v1.73 conformance: byte-identical stdout and the same exit code as opm, on the goldens in
+// `../shared/conformance/opm` (the judges; only this suite reads them) and on the small copy in
+// `tests/fixtures/opm` (always available).
+// ---------------------------------------------------------------------------------------------
+
+/// Cases whose bytes are known to differ from opm's, with why. Goal: empty.
+const OPM_KNOWN_EXCEPTIONS: &[(&str, &str)] = &[(
+    "bundle-render/dbaas-operator-0.5.0.json",
+    "opm copies values of metadata/properties.yaml as raw JSON that Go's yaml-to-json step \
+     HTML-escaped (`\\u003e`); bundle-tool keeps decoded property values and writes `>` \
+     (the YAML output and every value are the same)",
+)];
+
+/// The template opm's bundle goldens were rendered with.
+const OPM_IMAGE_TEMPLATE: &str =
+    "quay.io/community-operator-pipeline-prod/{{.Package}}:{{.Version}}";
+
+/// The judges' folder, or None (with a loud note) when it is not there. With `CI` set, a
+/// missing folder fails the suite instead.
+fn shared_conformance() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance");
+    if dir.join("opm").is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI is set but the opm goldens are missing: {}",
+        dir.display()
+    );
+    eprintln!(
+        "\n!!!!!!!! SKIPPED: opm conformance goldens not found at {} !!!!!!!!\n",
+        dir.display()
+    );
+    None
+}
+
+fn read_or_empty(p: &Path) -> Vec<u8> {
+    std::fs::read(p).unwrap_or_default()
+}
+
+fn rc_file(p: &Path) -> i32 {
+    std::fs::read_to_string(p).unwrap().trim().parse().unwrap()
+}
+
+/// Runs bundle-tool in `cwd` and compares stdout and exit code with opm's; returns a
+/// description of the difference, if any.
+fn compare_run(cwd: &Path, args: &[&str], want_out: &Path, want_rc: i32) -> Option<String> {
+    let out = bt().current_dir(cwd).args(args).output().unwrap();
+    let rc = out.status.code().unwrap_or(-1);
+    let want = read_or_empty(want_out);
+    if rc != want_rc {
+        return Some(format!(
+            "{args:?} in {}: exit code {rc}, opm {want_rc}; stderr: {}",
+            cwd.display(),
+            stderr(&out)
+        ));
+    }
+    if out.stdout != want {
+        let got = String::from_utf8_lossy(&out.stdout);
+        let want = String::from_utf8_lossy(&want);
+        let first = got
+            .lines()
+            .zip(want.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| got.lines().count().min(want.lines().count()));
+        return Some(format!(
+            "{args:?} in {}: stdout differs from {} at line {}: got {:?}, opm {:?}",
+            cwd.display(),
+            want_out.display(),
+            first + 1,
+            got.lines().nth(first).unwrap_or("<end>"),
+            want.lines().nth(first).unwrap_or("<end>")
+        ));
+    }
+    None
+}
+
+/// `fbc-render/<case>/`: `render input -o json|yaml`.
+fn check_fbc_render(root: &Path, failures: &mut Vec<String>, count: &mut usize) {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("input").is_dir())
+        .collect();
+    cases.sort();
+    assert!(!cases.is_empty(), "no case in {}", root.display());
+    for case in cases {
+        let rc = rc_file(&case.join("opm.rc"));
+        let yaml_rc = if case.join("opm.yaml.rc").exists() {
+            rc_file(&case.join("opm.yaml.rc"))
+        } else {
+            rc
+        };
+        for (format, want_rc) in [("json", rc), ("yaml", yaml_rc)] {
+            *count += 1;
+            let golden = case.join(format!("opm.{format}"));
+            failures.extend(compare_run(
+                &case,
+                &["render", "input", "-o", format],
+                &golden,
+                want_rc,
+            ));
+        }
+    }
+}
+
+/// `bundle-render/<package>-<version>[.migrate-csv-metadata].json` against `bundles/`.
+fn check_bundle_render(
+    goldens: &Path,
+    bundles: &Path,
+    failures: &mut Vec<String>,
+    count: &mut usize,
+) {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(goldens)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for golden in files {
+        let file = golden.file_name().unwrap().to_string_lossy().into_owned();
+        let stem = file.trim_end_matches(".json");
+        let (stem, migrate) = match stem.strip_suffix(".migrate-csv-metadata") {
+            Some(s) => (s, true),
+            None => (stem, false),
+        };
+        // <package>-<version>: the longest package folder that prefixes the name.
+        let mut found = None;
+        for e in std::fs::read_dir(bundles).unwrap() {
+            let pkg = e.unwrap().file_name().to_string_lossy().into_owned();
+            if let Some(version) = stem.strip_prefix(&format!("{pkg}-"))
+                && bundles.join(&pkg).join(version).is_dir()
+            {
+                found = Some(format!("{pkg}/{version}"));
+            }
+        }
+        let Some(dir) = found else {
+            failures.push(format!("{file}: no bundle directory for it"));
+            continue;
+        };
+        let mut args = vec![
+            "render",
+            dir.as_str(),
+            "--image-ref-template",
+            OPM_IMAGE_TEMPLATE,
+            "-o",
+            "json",
+        ];
+        if migrate {
+            args.extend(["--migrate-level", "bundle-object-to-csv-metadata"]);
+        }
+        *count += 1;
+        let key = format!("bundle-render/{file}");
+        let diff = compare_run(bundles, &args, &golden, 0);
+        let known = OPM_KNOWN_EXCEPTIONS.iter().any(|(k, _)| *k == key);
+        match (diff, known) {
+            (Some(d), false) => failures.push(d),
+            (None, true) => failures.push(format!(
+                "{key} is listed as a known exception but now matches opm: remove it"
+            )),
+            _ => {}
+        }
+    }
+}
+
+/// The successful template case: `render input/template.yaml -o json|yaml`.
+fn check_template(case: &Path, failures: &mut Vec<String>, count: &mut usize) {
+    for format in ["json", "yaml"] {
+        *count += 1;
+        failures.extend(compare_run(
+            case,
+            &["render", "input/template.yaml", "-o", format],
+            &case.join(format!("opm.{format}")),
+            rc_file(&case.join("opm.rc")),
+        ));
+    }
+}
+
+fn assert_no_failures(what: &str, failures: &[String], count: usize) {
+    assert!(
+        failures.is_empty(),
+        "{what}: {} of {count} runs differ from opm:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    eprintln!("{what}: {count} runs byte-identical to opm v1.73");
+}
+
+#[test]
+fn opm_fixture_goldens() {
+    let root = fixtures().join("opm");
+    let (mut failures, mut count) = (Vec::new(), 0);
+    check_fbc_render(&root.join("fbc-render"), &mut failures, &mut count);
+    check_bundle_render(
+        &root.join("bundle-render"),
+        &root.join("bundles"),
+        &mut failures,
+        &mut count,
+    );
+    check_template(
+        &root.join("templates/basic/local-no-bundles"),
+        &mut failures,
+        &mut count,
+    );
+    assert_no_failures("tests/fixtures/opm", &failures, count);
+}
+
+#[test]
+fn opm_conformance_render_and_templates() {
+    let Some(shared) = shared_conformance() else {
+        return;
+    };
+    let opm = shared.join("opm");
+    let (mut failures, mut count) = (Vec::new(), 0);
+    check_fbc_render(&opm.join("fbc-render"), &mut failures, &mut count);
+    check_bundle_render(
+        &opm.join("bundle-render"),
+        &shared.join("bundles"),
+        &mut failures,
+        &mut count,
+    );
+    check_template(
+        &opm.join("fbc-examples/templates/basic/local-no-bundles"),
+        &mut failures,
+        &mut count,
+    );
+    assert_no_failures("opm conformance", &failures, count);
+}
+
+/// `fbc-examples/<name>/`: render json and yaml, and the verdict of `catalog validate`.
+#[test]
+fn opm_conformance_fbc_examples() {
+    let Some(shared) = shared_conformance() else {
+        return;
+    };
+    let goldens = shared.join("opm/fbc-examples");
+    let examples = shared.join("../reference/fbc-examples");
+    let (mut failures, mut count) = (Vec::new(), 0);
+    let mut names: Vec<String> = std::fs::read_dir(&goldens)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "templates")
+        .collect();
+    names.sort();
+    assert!(names.len() >= 30, "{names:?}");
+    for name in names {
+        let golden = goldens.join(&name);
+        let cwd = ["valid", "invalid"]
+            .iter()
+            .map(|k| examples.join(k))
+            .find(|d| d.join(&name).is_dir())
+            .unwrap_or_else(|| panic!("no example {name}"));
+        let rc = rc_file(&golden.join("opm.rc"));
+        for format in ["json", "yaml"] {
+            count += 1;
+            failures.extend(compare_run(
+                &cwd,
+                &["render", &name, "-o", format],
+                &golden.join(format!("opm.{format}")),
+                rc,
+            ));
+        }
+        count += 1;
+        let out = bt()
+            .current_dir(&cwd)
+            .args(["catalog", "validate", &name])
+            .output()
+            .unwrap();
+        let want = rc_file(&golden.join("opm-validate.rc"));
+        if out.status.code() != Some(want) {
+            failures.push(format!(
+                "catalog validate {name}: exit code {:?}, opm {want}: {}",
+                out.status.code(),
+                stdout(&out)
+            ));
+        }
+    }
+    assert_no_failures("opm fbc-examples", &failures, count);
+}
+
+/// `catalog from-bundles` over every package of the corpus: opm renders every bundle there, so
+/// every package must load, with nothing left out.
+#[test]
+fn opm_conformance_from_bundles_over_the_corpus() {
+    let Some(shared) = shared_conformance() else {
+        return;
+    };
+    let bundles = shared.join("bundles");
+    let mut packages: Vec<PathBuf> = std::fs::read_dir(&bundles)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    packages.sort();
+    assert!(packages.len() >= 300, "{}", packages.len());
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let workers: Vec<_> = packages
+            .chunks(packages.len().div_ceil(2))
+            .map(|chunk| {
+                s.spawn(move || {
+                    let mut bad = Vec::new();
+                    for p in chunk {
+                        let out = bt()
+                            .args(["catalog", "from-bundles", "-o", "json"])
+                            .args(["--image-ref-template", "quay.io/x/{package}:{version}"])
+                            .arg(p)
+                            .output()
+                            .unwrap();
+                        let err = stderr(&out);
+                        if !out.status.success() || !err.trim().is_empty() {
+                            bad.push(format!("{}: {err}", p.display()));
+                        }
+                    }
+                    bad
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{} package(s) do not load:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// A broken bundle is named with its path and left out; the package's other bundles load.
+#[test]
+fn from_bundles_leaves_out_a_bad_bundle_and_names_it() {
+    let d = tempfile::tempdir().unwrap();
+    let pkg = d.path().join("pelorus-operator");
+    let good = pkg.join("0.0.9");
+    copy_dir(
+        &fixtures().join("opm/bundles/pelorus-operator/0.0.9"),
+        &good,
+    );
+    // A copy kept inside the version folder (community-operators' `bundle/`) is no extra bundle.
+    copy_dir(
+        &fixtures().join("opm/bundles/pelorus-operator/0.0.9"),
+        &good.join("bundle"),
+    );
+    let bad = pkg.join("0.0.10");
+    std::fs::create_dir_all(bad.join("manifests")).unwrap();
+    std::fs::create_dir_all(bad.join("metadata")).unwrap();
+    std::fs::write(bad.join("manifests/csv.yaml"), "kind: [unclosed\n").unwrap();
+    std::fs::write(
+        bad.join("metadata/annotations.yaml"),
+        "annotations:\n  operators.operatorframework.io.bundle.package.v1: pelorus-operator\n",
+    )
+    .unwrap();
+    let out = bt()
+        .args(["catalog", "from-bundles", "-o", "json"])
+        .args(["--image-ref-template", "quay.io/x/{package}:{version}"])
+        .arg(&pkg)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&bad.display().to_string()) && err.contains("manifests/csv.yaml"),
+        "{err}"
+    );
+    // One bundle: the good one (not its `bundle/` copy, not the broken one).
+    let text = stdout(&out);
+    assert_eq!(
+        text.matches("\"schema\": \"olm.bundle\"").count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("\"name\": \"pelorus-operator.v0.0.9\""));
+    // Nothing loads: an error, exit 1.
+    let out = bt()
+        .args(["catalog", "from-bundles", "-o", "json"])
+        .args(["--image-ref-template", "quay.io/x/{package}:{version}"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
 }

@@ -57,10 +57,12 @@ pub struct FromBundlesArgs {
     /// A bundle directory or a folder of them (repeatable).
     #[arg(required = true, value_name = "DIR")]
     pub bundles: Vec<PathBuf>,
-    /// Image reference of each bundle ({package}, {name}, {version}).
-    #[arg(long, value_name = "TEMPLATE")]
+    /// Image reference of each bundle ({package}, {name}, {version}; opm's {{.Package}},
+    /// {{.Name}}, {{.Version}} work too).
+    #[arg(long, alias = "alpha-image-ref-template", value_name = "TEMPLATE")]
     pub image_ref_template: String,
-    /// Embed manifests as olm.bundle.object.
+    /// Embed manifests as olm.bundle.object (as opm render does) instead of one
+    /// olm.csv.metadata per bundle.
     #[arg(long)]
     pub bundle_object: bool,
     /// How channels are linked: replaces-mode (the CSVs' edges) or semver-mode (each bundle
@@ -234,6 +236,7 @@ pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError
                     .unwrap_or_default(),
             };
             let mut bundles = Vec::new();
+            let mut failed: Vec<String> = Vec::new();
             for d in &a.bundles {
                 let dirs = layout::find_bundle_dirs(d).map_err(|e| {
                     CmdError::msg(format!("cannot read {}: {e}", d.display()))
@@ -247,7 +250,15 @@ pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError
                     .hint(BUNDLE_DIRS_HINT));
                 }
                 for dir in dirs {
-                    let b = olmkit_bundle::load_bundle_dir(&dir).user_hint(BUNDLE_DIR_HINT)?;
+                    // One bad bundle is reported and left out; the others still load, as
+                    // opm renders them one by one.
+                    let b = match olmkit_catalog::render_opm::load_bundle_dir_opm(&dir) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            failed.push(format!("{}: {e}", dir.display()));
+                            continue;
+                        }
+                    };
                     let image = t.expand(
                         b.package().unwrap_or(""),
                         b.csv_name().unwrap_or(""),
@@ -256,15 +267,29 @@ pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError
                     bundles.push((b, image));
                 }
             }
-            let cfg = layout::catalog_from_bundles(
+            let (cfg, not_rendered) = layout::catalog_from_bundles_lenient(
                 &bundles,
                 &RenderOptions {
                     bundle_objects: a.bundle_object,
                 },
                 mode,
-            )
-            .user_err()?;
-            let text = declcfg::render_config(&cfg, a.output.into()).unexpected_err()?;
+            );
+            failed.extend(
+                not_rendered
+                    .into_iter()
+                    .map(|(dir, e)| format!("{}: {e}", dir.display())),
+            );
+            for f in &failed {
+                eprintln!("warning: left out bundle {f}");
+            }
+            if cfg.bundles.is_empty() {
+                return Err(CmdError::msg(format!(
+                    "no bundle could be loaded ({} failed)",
+                    failed.len()
+                ))
+                .hint(BUNDLE_DIR_HINT));
+            }
+            let text = declcfg::render_config(&cfg, a.output.into()).user_err()?;
             print_data(&text).unexpected_err()
         }
     }

@@ -42,12 +42,17 @@ pub struct Args {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = FbcFormat::Json)]
     pub output: FbcFormat,
-    /// Embed every manifest as olm.bundle.object instead of olm.csv.metadata.
-    #[arg(long)]
+    /// Embed every manifest as olm.bundle.object (the default, as opm 1.73 does).
+    #[arg(long, conflicts_with = "migrate_level")]
     pub bundle_object: bool,
+    /// Migrations of rendered bundle directories, like opm's flag: bundle-object-to-csv-metadata
+    /// replaces the olm.bundle.object properties with one olm.csv.metadata.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub migrate_level: Option<MigrateLevel>,
     /// Image reference of rendered bundle directories, with {package}, {name} and {version}
-    /// (e.g. quay.io/example/{package}-bundle:v{version}).
-    #[arg(long, value_name = "TEMPLATE")]
+    /// (e.g. quay.io/example/{package}-bundle:v{version}; opm's {{.Package}}, {{.Name}} and
+    /// {{.Version}} work too). Without it the image is "", as with opm.
+    #[arg(long, alias = "alpha-image-ref-template", value_name = "TEMPLATE")]
     pub image_ref_template: Option<String>,
     /// Bundle directories (or folders of them) that templates may reference by image; their
     /// images come from --image-ref-template.
@@ -58,38 +63,66 @@ pub struct Args {
     pub catalogs: Vec<PathBuf>,
 }
 
-fn template_for(args: &Args) -> Result<ImageRefTemplate, CmdError> {
-    let t = args.image_ref_template.as_deref().ok_or_else(|| {
-        CmdError::msg("a bundle directory has no image reference")
-            .hint("pass --image-ref-template, e.g. --image-ref-template 'quay.io/example/{package}-bundle:v{version}'")
-    })?;
-    ImageRefTemplate::parse(t).user_err()
+/// Migrations `--migrate-level` knows (opm's names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MigrateLevel {
+    /// Replace olm.bundle.object properties with one olm.csv.metadata.
+    BundleObjectToCsvMetadata,
 }
 
-/// Renders one bundle directory with the image from the template.
+/// The bundle image template, if one was given.
+fn template_for(args: &Args) -> Result<Option<ImageRefTemplate>, CmdError> {
+    args.image_ref_template
+        .as_deref()
+        .map(|t| ImageRefTemplate::parse(t).user_err())
+        .transpose()
+}
+
+/// A template is required where bundles are looked up by image.
+fn required_template(args: &Args) -> Result<ImageRefTemplate, CmdError> {
+    template_for(args)?.ok_or_else(|| {
+        CmdError::msg("bundle directories given with --bundles need an image reference")
+            .hint("pass --image-ref-template, e.g. --image-ref-template 'quay.io/example/{package}-bundle:v{version}'")
+    })
+}
+
+/// Render options of the command line (opm's defaults).
+fn render_options(args: &Args) -> RenderOptions {
+    RenderOptions {
+        bundle_objects: args.migrate_level != Some(MigrateLevel::BundleObjectToCsvMetadata),
+    }
+}
+
+/// Renders one bundle directory with the image from the template ("" without one).
 pub fn render_bundle_dir(
     dir: &Path,
-    template: &ImageRefTemplate,
+    template: Option<&ImageRefTemplate>,
     opts: &RenderOptions,
 ) -> Result<declcfg::Bundle, CmdError> {
     let check = || format!("bundle-tool validate {} says what is wrong", dir.display());
-    let b = olmkit_bundle::load_bundle_dir(dir).user_hint(check())?;
-    let (Some(package), Some(name), Some(version)) = (b.package(), b.csv_name(), b.version())
+    let b = olmkit_catalog::render_opm::load_bundle_dir_opm(dir).user_hint(check())?;
+    let (Some(package), Some(name), Some(version), Some(template)) =
+        (b.package(), b.csv_name(), b.version(), template)
     else {
-        // render_bundle names the missing field precisely.
+        // render_bundle names a missing field precisely.
         return render_bundle(&b, "", opts).user_hint(check());
     };
     let image = template.expand(package, name, version);
     render_bundle(&b, &image, opts).user_hint(check())
 }
 
+/// opm takes a directory as a bundle when it has both manifests/ and metadata/.
+fn is_bundle_dir(dir: &Path) -> bool {
+    dir.join("manifests").is_dir() && dir.join("metadata").is_dir()
+}
+
 /// What `render` accepts, for errors about an input.
-const INPUT_HINT: &str = "an INPUT is a bundle directory (manifests/ and metadata/annotations.yaml), a catalog directory (YAML/JSON files of olm.package, olm.channel and olm.bundle blobs), an FBC file, or a catalog template (schema olm.template.basic or olm.semver)";
+const INPUT_HINT: &str = "an INPUT is a bundle directory (manifests/ and metadata/), a catalog directory (YAML/JSON files of olm.package, olm.channel and olm.bundle blobs), an FBC file, or a catalog template (schema olm.template.basic or olm.semver)";
 
 /// A directory without manifests/ is read as a catalog, which may not be what was meant.
 fn catalog_dir_hint(dir: &Path) -> String {
     format!(
-        "{} has no manifests/ folder, so it is read as a catalog directory: every file in it (except what .indexignore excludes) must be YAML or JSON blobs with a `schema`; a bundle directory holds manifests/ and metadata/annotations.yaml",
+        "{} has no manifests/ and metadata/ folders, so it is read as a catalog directory (as opm does): every file in it (except what .indexignore excludes) must be YAML or JSON blobs with a `schema`; a bundle directory holds manifests/ and metadata/annotations.yaml",
         dir.display()
     )
 }
@@ -114,9 +147,7 @@ fn is_template_file(path: &Path) -> Result<Option<serde_json::Value>, CmdError> 
 
 /// Renders every input into one catalog.
 pub fn render_inputs(args: &Args) -> Result<DeclarativeConfig, CmdError> {
-    let opts = RenderOptions {
-        bundle_objects: args.bundle_object,
-    };
+    let opts = render_options(args);
     let mut out = DeclarativeConfig::default();
     let mut source: Option<BundlesByImage> = None;
     for input in &args.inputs {
@@ -126,12 +157,18 @@ pub fn render_inputs(args: &Args) -> Result<DeclarativeConfig, CmdError> {
                     .hint(INPUT_HINT),
             );
         }
-        if input.is_dir() && input.join("manifests").is_dir() {
-            out.bundles
-                .push(render_bundle_dir(input, &template_for(args)?, &opts)?);
+        if input.is_dir() && is_bundle_dir(input) {
+            out.bundles.push(render_bundle_dir(
+                input,
+                template_for(args)?.as_ref(),
+                &opts,
+            )?);
         } else if input.is_dir() {
-            let cfg = declcfg::load_dir(input, &LoadOptions::default())
+            let mut cfg = declcfg::load_dir(input, &LoadOptions::default())
                 .user_hint(catalog_dir_hint(input))?;
+            // opm decodes and re-encodes what it prints (see declcfg::opm); rendered bundle
+            // directories already come out that way.
+            declcfg::opm::normalize(&mut cfg);
             out.merge(cfg);
         } else if let Some(doc) = is_template_file(input)? {
             if source.is_none() {
@@ -140,16 +177,20 @@ pub fn render_inputs(args: &Args) -> Result<DeclarativeConfig, CmdError> {
             let src = source
                 .as_ref()
                 .ok_or_else(|| CmdError::msg("no bundle source"))?;
-            let cfg = template::render_template(&input.display().to_string(), &doc, src)
+            let mut cfg = template::render_template(&input.display().to_string(), &doc, src)
                 .user_hint("templates name bundles by image: pass --bundles DIR with --image-ref-template, or --catalog DIR, so that bundle-tool can find them")?;
+            declcfg::opm::normalize(&mut cfg);
             out.merge(cfg);
         } else if input.is_file() {
             let name = input.display().to_string();
+            let mut cfg = DeclarativeConfig::default();
             for at in
                 declcfg::load_file(input, &name, &LoadOptions::default()).user_hint(INPUT_HINT)?
             {
-                out.push(at.blob);
+                cfg.push(at.blob);
             }
+            declcfg::opm::normalize(&mut cfg);
+            out.merge(cfg);
         } else {
             return Err(
                 CmdError::msg(format!("{}: not a file or directory", input.display()))
@@ -170,7 +211,7 @@ fn bundle_source(args: &Args, opts: &RenderOptions) -> Result<BundlesByImage, Cm
         src.extend(cfg.bundles);
     }
     if !args.bundles.is_empty() {
-        let t = template_for(args)?;
+        let t = required_template(args)?;
         for d in &args.bundles {
             let dirs = olmkit_catalog::layout::find_bundle_dirs(d).map_err(|e| {
                 CmdError::msg(format!("cannot read {}: {e}", d.display())).hint(BUNDLES_HINT)
@@ -183,7 +224,7 @@ fn bundle_source(args: &Args, opts: &RenderOptions) -> Result<BundlesByImage, Cm
                 .hint(BUNDLES_HINT));
             }
             for dir in dirs {
-                src.extend([render_bundle_dir(&dir, &t, opts)?]);
+                src.extend([render_bundle_dir(&dir, Some(&t), opts)?]);
             }
         }
     }
@@ -196,7 +237,7 @@ pub async fn run(args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
     // whatever the catalog's size (the output bytes are the same).
     if let [dir] = args.inputs.as_slice()
         && dir.is_dir()
-        && !dir.join("manifests").is_dir()
+        && !is_bundle_dir(dir)
     {
         return tokio::task::block_in_place(|| render_catalog_dir(dir, &args));
     }
@@ -236,6 +277,8 @@ fn render_catalog_dir(dir: &Path, args: &Args) -> Result<(), CmdError> {
         Err(StreamError::Catalog(RenderCatalogDirError::Load(e))) => {
             Err(CmdError::user(e).hint(catalog_dir_hint(dir)))
         }
+        // What opm cannot print either (go-yaml refuses some characters): bad input.
+        Err(StreamError::Catalog(e @ RenderCatalogDirError::Render(_))) => Err(CmdError::user(e)),
         Err(StreamError::Catalog(e)) => Err(CmdError::unexpected(e)),
         Err(StreamError::Stdout(e)) => Err(CmdError::unexpected(e)),
     }
@@ -255,5 +298,12 @@ pub fn write_streaming(cfg: DeclarativeConfig, format: WriteFormat) -> Result<()
             message: e.to_string(),
         })
     })
-    .unexpected_err()
+    .map_err(|e| {
+        if e.what == "stdout" {
+            CmdError::unexpected(e)
+        } else {
+            // What opm cannot print either (go-yaml refuses some characters): bad input.
+            CmdError::user(e)
+        }
+    })
 }

@@ -102,7 +102,7 @@ impl CatalogDir {
     pub fn format_of(&self, package: &str) -> WriteFormat {
         match self.files_of(package).iter().next() {
             Some(f) if f.ends_with(".json") => WriteFormat::Json,
-            _ => WriteFormat::Yaml,
+            _ => WriteFormat::CatalogYaml,
         }
     }
 }
@@ -157,7 +157,7 @@ pub fn stage_package_update(
             let keep = if file.ends_with(".json") {
                 WriteFormat::Json
             } else {
-                WriteFormat::Yaml
+                WriteFormat::CatalogYaml
             };
             cs.put_file(&rel, &render(others, keep)?)?;
         }
@@ -253,17 +253,25 @@ pub fn verify(
             .properties
             .iter()
             .any(|p| p.type_ == crate::property::BUNDLE_OBJECT);
-        let fresh = crate::render::render_bundle(
-            dir,
-            &existing.image,
-            &crate::render::RenderOptions {
-                bundle_objects: objects,
-            },
-        )?;
-        if &fresh != existing {
-            let a =
-                crate::declcfg::render_blobs(&[Blob::Bundle(existing.clone())], WriteFormat::Yaml)?;
-            let b = crate::declcfg::render_blobs(&[Blob::Bundle(fresh)], WriteFormat::Yaml)?;
+        // Our catalog is written in bundle-tool's release style; catalogs from `catalog
+        // from-bundles` (and opm) in opm's: either matches.
+        let opts = crate::render::RenderOptions {
+            bundle_objects: objects,
+        };
+        let fresh = crate::render::render_bundle_release(dir, &existing.image, &opts)?;
+        let matches_opm = || -> Result<bool, VerifyCatalogError> {
+            let mut opm = crate::render::render_bundle(dir, &existing.image, &opts)?;
+            let mut mine = existing.clone();
+            crate::declcfg::opm::normalize_bundle(&mut mine);
+            crate::declcfg::opm::normalize_bundle(&mut opm);
+            Ok(opm == mine)
+        };
+        if &fresh != existing && !matches_opm()? {
+            let a = crate::declcfg::render_blobs(
+                &[Blob::Bundle(existing.clone())],
+                WriteFormat::CatalogYaml,
+            )?;
+            let b = crate::declcfg::render_blobs(&[Blob::Bundle(fresh)], WriteFormat::CatalogYaml)?;
             let diff = similar::TextDiff::from_lines(&a, &b)
                 .unified_diff()
                 .context_radius(2)
@@ -305,12 +313,37 @@ pub fn catalog_from_bundles(
     opts: &crate::render::RenderOptions,
     mode: UpdateGraph,
 ) -> Result<DeclarativeConfig, crate::render::RenderBundleError> {
+    let (cfg, mut failed) = catalog_from_bundles_lenient(bundles, opts, mode);
+    match failed.is_empty() {
+        true => Ok(cfg),
+        false => Err(failed.remove(0).1),
+    }
+}
+
+/// Like [`catalog_from_bundles`], but a bundle that does not render is left out and returned
+/// with its directory instead of failing the whole catalog: one bad bundle must not hide the
+/// others (opm renders bundles one by one).
+pub fn catalog_from_bundles_lenient(
+    bundles: &[(olmkit_bundle::Bundle, String)],
+    opts: &crate::render::RenderOptions,
+    mode: UpdateGraph,
+) -> (
+    DeclarativeConfig,
+    Vec<(PathBuf, crate::render::RenderBundleError)>,
+) {
     let mut cfg = DeclarativeConfig::default();
+    let mut failed = Vec::new();
     let mut channels: BTreeMap<(String, String), Vec<crate::declcfg::ChannelEntry>> =
         BTreeMap::new();
     let mut defaults: BTreeMap<String, (Option<semver::Version>, String)> = BTreeMap::new();
     for (dir, image) in bundles {
-        let blob = crate::render::render_bundle(dir, image, opts)?;
+        let blob = match crate::render::render_bundle(dir, image, opts) {
+            Ok(b) => b,
+            Err(e) => {
+                failed.push((dir.root.clone(), e));
+                continue;
+            }
+        };
         let edges = crate::render::declared_edges(dir);
         let version = crate::validate::bundle_version(&blob);
         for ch in dir.channels() {
@@ -385,7 +418,7 @@ pub fn catalog_from_bundles(
             properties: Vec::new(),
         });
     }
-    Ok(cfg)
+    (cfg, failed)
 }
 
 /// How channel edges are formed from bundle directories (community-operators' `updateGraph`).
@@ -411,12 +444,23 @@ impl UpdateGraph {
     }
 }
 
-/// Bundle directories under `dir`: `dir` itself when it has `manifests/`, else every directory
-/// below it that has one, down to two levels (`bundle/<version>/` or
-/// `bundle/<package>/<version>/`), skipping hidden directories; sorted by path.
+/// Bundle directories under `dir`: `dir` itself when it has `manifests/` and `metadata/` (what
+/// opm takes as a bundle), else every directory below it that has them, down to two levels
+/// (`bundle/<version>/` or `bundle/<package>/<version>/`), skipping hidden directories and the
+/// `bundle/`/`certification/` copies some repositories keep inside a version folder; sorted by
+/// path.
 pub fn find_bundle_dirs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     fn walk(dir: &Path, depth: u8, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-        if dir.join("manifests").is_dir() {
+        // Copies of a bundle kept below a version folder for other pipelines
+        // (`<package>/<version>/bundle/`, `.../certification/`) are not more bundles.
+        if depth == 0
+            && dir
+                .file_name()
+                .is_some_and(|n| n == "bundle" || n == "certification")
+        {
+            return Ok(());
+        }
+        if dir.join("manifests").is_dir() && dir.join("metadata").is_dir() {
             out.push(dir.to_path_buf());
             return Ok(());
         }

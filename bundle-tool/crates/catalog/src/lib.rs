@@ -6,8 +6,9 @@
 //!   judgement); [`property`]: typed views of well-known properties.
 //! - [`validate`]: every rule `opm validate` enforces, as findings (no I/O);
 //!   [`version_range`]: blang/semver skipRanges.
-//! - [`render`]: registry+v1 bundle directory to `olm.bundle`; [`template`]: basic and semver
-//!   catalog templates.
+//! - [`render`]: registry+v1 bundle directory to `olm.bundle` (opm's rules in [`render_opm`],
+//!   with Go's unstable sort in [`gosort`]); [`template`]: basic and semver catalog templates.
+//! - [`declcfg::opm`]: what `opm render` does to a catalog between reading and printing it.
 //! - [`graph`]: per-channel upgrade graphs; [`graph_render`]: text, Mermaid, DOT, SVG;
 //!   [`explain`]: OLM v0/v1 upgrade replay and channel-switch gaps.
 //! - [`release`]: release and promote planning (pure); [`layout`]: our `catalog/<package>/`
@@ -17,12 +18,14 @@
 
 pub mod declcfg;
 pub mod explain;
+pub mod gosort;
 pub mod graph;
 pub mod graph_render;
 pub mod layout;
 pub mod property;
 pub mod release;
 pub mod render;
+pub mod render_opm;
 pub mod template;
 pub mod validate;
 pub mod version_range;

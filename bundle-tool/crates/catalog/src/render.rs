@@ -1,15 +1,17 @@
-//! Rendering a registry+v1 bundle directory into an `olm.bundle` blob, as `opm render` does for
-//! a bundle image.
+//! Rendering a registry+v1 bundle directory into an `olm.bundle` blob.
 //!
-//! Properties follow opm's `ObjectsAndPropertiesFromBundle`: `olm.package` (from the annotations'
-//! package and the CSV version, unless `metadata/properties.yaml` gives one), one `olm.gvk` per
-//! version of every CRD shipped and per owned APIService, `olm.gvk.required` per required CRD or
-//! APIService, `olm.package.required`/`olm.gvk.required`/`olm.constraint` from
+//! [`render_bundle`] follows `opm render` v1.73 (the rules are in [`crate::render_opm`]).
+//! [`render_bundle_release`] is bundle-tool's own catalog style, the one `catalog/` of a release
+//! is written in, after opm's `ObjectsAndPropertiesFromBundle` as bundle-tool first read it:
+//! `olm.package` (from the annotations' package and the CSV version, unless
+//! `metadata/properties.yaml` gives one), one `olm.gvk` per version of every CRD shipped and per
+//! owned APIService, `olm.gvk.required` per required CRD or APIService,
+//! `olm.package.required`/`olm.gvk.required`/`olm.constraint` from
 //! `metadata/dependencies.yaml`, the other `properties.yaml` entries, all sorted by type and
-//! value; then either `olm.csv.metadata` (the default of current opm) or one `olm.bundle.object`
-//! per manifest. `relatedImages` are the CSV's, then the bundle image, then the operator
-//! containers' images not listed yet. A bundle directory has no image reference, so the caller
-//! gives one (usually through [`ImageRefTemplate`]).
+//! value; then either `olm.csv.metadata` or one `olm.bundle.object` per manifest.
+//! `relatedImages` are the CSV's, then the bundle image, then the operator containers' images
+//! not listed yet. A bundle directory has no image reference, so the caller gives one (usually
+//! through [`ImageRefTemplate`]).
 
 use crate::declcfg::{Bundle, Property, RelatedImage, SCHEMA_BUNDLE};
 use crate::property;
@@ -58,8 +60,18 @@ pub enum RenderBundleError {
 /// How to render bundle directories.
 #[derive(Clone, Debug, Default)]
 pub struct RenderOptions {
-    /// Embed every manifest as `olm.bundle.object` instead of `olm.csv.metadata`.
+    /// Embed every manifest as `olm.bundle.object` (opm's default) instead of one
+    /// `olm.csv.metadata` (opm's `--migrate-level bundle-object-to-csv-metadata`).
     pub bundle_objects: bool,
+}
+
+impl RenderOptions {
+    /// What `opm render` does by default: every manifest as `olm.bundle.object`.
+    pub fn opm() -> Self {
+        Self {
+            bundle_objects: true,
+        }
+    }
 }
 
 /// A bundle image reference pattern with `{package}`, `{name}` (the CSV name) and `{version}`.
@@ -70,6 +82,12 @@ impl ImageRefTemplate {
     /// Parses a template; it must contain `{version}` or `{name}` so that every bundle gets
     /// its own image.
     pub fn parse(template: &str) -> Result<Self, RenderBundleError> {
+        // opm's `--alpha-image-ref-template` is a Go template over the same three fields.
+        let converted = template
+            .replace("{{.Package}}", "{package}")
+            .replace("{{.Name}}", "{name}")
+            .replace("{{.Version}}", "{version}");
+        let template = converted.as_str();
         let err = |message: &str| RenderBundleError::Template {
             template: template.to_string(),
             message: message.to_string(),
@@ -104,7 +122,7 @@ impl ImageRefTemplate {
     }
 }
 
-fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+pub(crate) fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
     v.pointer(pointer).and_then(Value::as_str)
 }
 
@@ -225,8 +243,22 @@ fn operator_images(csv: &Value) -> BTreeSet<String> {
     out
 }
 
-/// Renders a loaded bundle directory into an `olm.bundle` blob with the given image.
+/// Renders a loaded bundle directory into an `olm.bundle` blob with the given image, as
+/// `opm render` v1.73 does (see [`crate::render_opm`]).
 pub fn render_bundle(
+    dir: &BundleDir,
+    image: &str,
+    opts: &RenderOptions,
+) -> Result<Bundle, RenderBundleError> {
+    crate::render_opm::render_bundle_opm(dir, image, opts)
+}
+
+/// Renders a bundle directory in bundle-tool's own catalog style, the one `catalog/` of a
+/// release has always been written in (kept so that releases do not rewrite existing
+/// entries): properties sorted by type and value, `relatedImages` in CSV order then the bundle
+/// and operator images, no `olm.properties` annotation, dependencies only from
+/// `metadata/dependencies.yaml`.
+pub fn render_bundle_release(
     dir: &BundleDir,
     image: &str,
     opts: &RenderOptions,

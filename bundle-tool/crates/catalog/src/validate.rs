@@ -904,22 +904,26 @@ pub fn check_channel_graph(
     };
     let by_name: HashMap<&str, &crate::declcfg::ChannelEntry> =
         c.entries.iter().map(|e| (e.name.as_str(), e)).collect();
-    // Walk the replaces chain from the head. Skipped entries are leaves: the walk never
-    // follows the edges of an entry that a chain member skips (opm's rule, and OLM's: a
-    // skipped bundle is never an upgrade step).
-    let mut chain: Vec<&str> = Vec::new();
-    let mut on_chain: HashSet<&str> = HashSet::new();
-    let mut skipped: HashSet<&str> = HashSet::new();
+    // operator-registry `alpha/model/model.go` `Channel.validateReplacesChain`: walk the
+    // replaces chain from the head, stopping before an edge into a bundle that ANY entry of the
+    // channel skips; stranded are the entries neither on that chain nor skipped by any entry.
+    let skipped: HashSet<&str> = c
+        .entries
+        .iter()
+        .flat_map(|e| e.skips.iter().map(String::as_str))
+        .collect();
+    let mut chain: Vec<&str> = vec![head];
+    let mut on_chain: HashSet<&str> = HashSet::from([head]);
     let mut cur = by_name.get(head).copied();
     while let Some(e) = cur {
-        let name = e.name.as_str();
-        if skipped.contains(name) {
+        let next = e.replaces.as_str();
+        if skipped.contains(next) {
             break;
         }
-        if on_chain.contains(name) {
-            let start = chain.iter().position(|n| *n == name).unwrap_or(0);
+        if on_chain.contains(next) {
+            let start = chain.iter().position(|n| *n == next).unwrap_or(0);
             let mut cycle: Vec<&str> = chain[start..].to_vec();
-            cycle.push(name);
+            cycle.push(next);
             out.push(
                 Finding::error(
                     rules::REPLACES_CYCLE,
@@ -933,10 +937,9 @@ pub fn check_channel_graph(
             );
             return out;
         }
-        on_chain.insert(name);
-        chain.push(name);
-        skipped.extend(e.skips.iter().map(String::as_str));
-        cur = by_name.get(e.replaces.as_str()).copied();
+        on_chain.insert(next);
+        chain.push(next);
+        cur = by_name.get(next).copied();
     }
     let mut stranded: Vec<&str> = c
         .entries

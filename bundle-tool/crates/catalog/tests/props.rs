@@ -9,7 +9,7 @@ use olmkit_catalog::release::{ReleaseRequest, SkipRangeMode, plan_release};
 use olmkit_catalog::validate::{rules, validate};
 use olmkit_catalog::{explain, graph};
 use proptest::prelude::*;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 fn name(i: usize) -> String {
     format!("op.v0.{i}.0")
@@ -78,9 +78,10 @@ fn arb_channel() -> impl Strategy<Value = Vec<ChannelEntry>> {
     })
 }
 
-/// Independent statement of the rule: exactly one entry without incoming replaces/skips
-/// edges; following replaces from it (and stopping at skipped entries, which are leaves)
-/// never revisits an entry; every entry is on that walk or skipped by an entry on it.
+/// Independent statement of operator-registry's rule (`validateReplacesChain`): exactly one
+/// entry without incoming replaces/skips edges; following replaces from it, stopping before a
+/// bundle that any entry skips, never revisits a name; every entry is on that walk or skipped
+/// by some entry of the channel.
 fn oracle_valid(entries: &[ChannelEntry]) -> bool {
     let names: HashSet<&str> = entries.iter().map(|e| e.name.as_str()).collect();
     let targeted: HashSet<&str> = entries
@@ -99,27 +100,26 @@ fn oracle_valid(entries: &[ChannelEntry]) -> bool {
         return false;
     }
     let by: HashMap<&str, &ChannelEntry> = entries.iter().map(|e| (e.name.as_str(), e)).collect();
-    let mut covered: BTreeSet<&str> = BTreeSet::new();
-    let mut skipped: HashSet<&str> = HashSet::new();
-    let mut walk: Vec<&str> = Vec::new();
-    let mut cur = Some(heads[0]);
-    while let Some(n) = cur {
-        if skipped.contains(n) {
+    let skipped: HashSet<&str> = entries
+        .iter()
+        .flat_map(|e| e.skips.iter().map(String::as_str))
+        .collect();
+    let mut walk: Vec<&str> = vec![heads[0]];
+    let mut cur = by.get(heads[0]);
+    while let Some(e) = cur {
+        let next = e.replaces.as_str();
+        if skipped.contains(next) {
             break;
         }
-        if walk.contains(&n) {
+        if walk.contains(&next) {
             return false; // cycle
         }
-        walk.push(n);
-        covered.insert(n);
-        let e = by[n];
-        for s in &e.skips {
-            skipped.insert(s);
-            covered.insert(s);
-        }
-        cur = by.get(e.replaces.as_str()).map(|e| e.name.as_str());
+        walk.push(next);
+        cur = by.get(next);
     }
-    names.iter().all(|n| covered.contains(n))
+    names
+        .iter()
+        .all(|n| walk.contains(n) || skipped.contains(n))
 }
 
 proptest! {

@@ -207,7 +207,7 @@ fn failed_write_leaves_the_tree_unchanged() {
         &catalog,
         "memcached-operator",
         &plan.changes,
-        olmkit_catalog::declcfg::WriteFormat::Yaml,
+        olmkit_catalog::declcfg::WriteFormat::CatalogYaml,
     )
     .unwrap();
     cs.put_file("blocker/bundle.yaml", b"x").unwrap();
@@ -222,7 +222,7 @@ fn failed_write_leaves_the_tree_unchanged() {
         &catalog,
         "memcached-operator",
         &plan.changes,
-        olmkit_catalog::declcfg::WriteFormat::Yaml,
+        olmkit_catalog::declcfg::WriteFormat::CatalogYaml,
     )
     .unwrap();
     let files: Vec<PathBuf> = read_tree(&dir).unwrap().into_keys().collect();
@@ -270,7 +270,7 @@ fn release_into_a_catalog_loaded_without_objects_then_written_in_full() {
         &catalog,
         "foo",
         &plan.changes,
-        olmkit_catalog::declcfg::WriteFormat::Yaml,
+        olmkit_catalog::declcfg::WriteFormat::CatalogYaml,
     )
     .unwrap();
     let after = load_dir(&dir, &LoadOptions::default()).unwrap();

@@ -181,11 +181,34 @@ pub fn load_bytes(
     bytes: &[u8],
     opts: &LoadOptions,
 ) -> Result<Vec<BlobAt>, LoadCatalogError> {
+    match load_utf8_bytes(name, bytes, opts) {
+        // Go's decoders replace each invalid UTF-8 byte with U+FFFD instead of failing. Checked
+        // only after a failure, so that valid files (all of a big catalog) are not scanned twice.
+        Err(_) if std::str::from_utf8(bytes).is_err() => {
+            load_utf8_bytes(name, replace_invalid_utf8(bytes).as_bytes(), opts)
+        }
+        other => other,
+    }
+}
+
+fn load_utf8_bytes(
+    name: &str,
+    bytes: &[u8],
+    opts: &LoadOptions,
+) -> Result<Vec<BlobAt>, LoadCatalogError> {
     let from_yaml = !looks_like_json(bytes);
     if !from_yaml && let Some(blobs) = fast_json::load(name, bytes, opts)? {
         return Ok(blobs);
     }
     let docs = parse_documents(name, bytes)?;
+    if docs.is_empty() && from_yaml && !bytes.is_empty() {
+        // opm's YAML decoder reads a whitespace- or comment-only file as one empty object.
+        return Err(LoadCatalogError::Blob {
+            file: name.to_string(),
+            index: 0,
+            message: ParseBlobError::MissingSchema(String::new()).to_string(),
+        });
+    }
     let mut out = Vec::with_capacity(docs.len());
     for (index, doc) in docs.into_iter().enumerate() {
         let blob = blob_from_value(doc, from_yaml, opts).map_err(|e| LoadCatalogError::Blob {
@@ -280,6 +303,28 @@ pub struct Origins {
     pub deprecations: Vec<String>,
     /// Files of `others[i]`.
     pub others: Vec<String>,
+}
+
+/// Decodes UTF-8 like Go's `utf8.DecodeRune` loop: every byte that does not start a valid
+/// sequence becomes one U+FFFD.
+fn replace_invalid_utf8(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 16);
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                out.push_str(s);
+                break;
+            }
+            Err(e) => {
+                let (good, bad) = rest.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(good).unwrap_or_default());
+                out.push('\u{FFFD}');
+                rest = &bad[1..];
+            }
+        }
+    }
+    out
 }
 
 fn looks_like_json(bytes: &[u8]) -> bool {

@@ -6,6 +6,7 @@
 //! JSON untouched. Loading lives in [`load`], writing in [`write`]; neither validates.
 
 pub mod load;
+pub mod opm;
 pub mod stream;
 pub mod write;
 
@@ -28,6 +29,29 @@ pub const SCHEMA_DEPRECATIONS: &str = "olm.deprecations";
 
 fn is_empty_str(s: &str) -> bool {
     s.is_empty()
+}
+
+/// Go decodes `null` into a nil slice: accept it like an absent field.
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Go marshals a nil slice as `null`: a channel without entries is written `"entries": null`
+/// like opm does (an explicit `[]` in the input is written as `null` too; such a channel is
+/// invalid anyway).
+fn entries_or_null<S: serde::Serializer>(
+    entries: &[ChannelEntry],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    if entries.is_empty() {
+        s.serialize_none()
+    } else {
+        entries.serialize(s)
+    }
 }
 
 /// A property of a package, channel or bundle: `{type, value}` with a free-form value.
@@ -82,7 +106,11 @@ pub struct Package {
     #[serde(default, skip_serializing_if = "is_empty_str")]
     pub description: String,
     /// Package properties.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub properties: Vec<Property>,
 }
 
@@ -97,7 +125,11 @@ pub struct ChannelEntry {
     #[serde(default, skip_serializing_if = "is_empty_str")]
     pub replaces: String,
     /// Bundles this one skips.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub skips: Vec<String>,
     /// Semver range of versions this one can upgrade from.
     #[serde(default, skip_serializing_if = "is_empty_str")]
@@ -117,10 +149,18 @@ pub struct Channel {
     #[serde(default)]
     pub package: String,
     /// The upgrade graph of the channel.
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        serialize_with = "entries_or_null"
+    )]
     pub entries: Vec<ChannelEntry>,
     /// Channel properties.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub properties: Vec<Property>,
 }
 
@@ -152,10 +192,18 @@ pub struct Bundle {
     #[serde(default)]
     pub image: String,
     /// Properties: `olm.package`, `olm.gvk`, `olm.bundle.object`, ...
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub properties: Vec<Property>,
     /// Images the bundle uses.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub related_images: Vec<RelatedImage>,
     /// Number of `olm.bundle.object` properties the loader dropped to save memory (see
     /// [`LoadOptions::keep_bundle_objects`]). A bundle with dropped objects must not be written

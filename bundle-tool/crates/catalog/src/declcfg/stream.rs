@@ -26,6 +26,15 @@ pub enum RenderCatalogDirError {
     /// Output could not be produced.
     #[error(transparent)]
     Render(#[from] RenderDocumentError),
+    /// A blob could not be written after the blobs before it were (opm prints those, then
+    /// fails: `-o yaml` on characters go-yaml refuses).
+    #[error("{source}")]
+    Incomplete {
+        /// The bytes of the blobs written before the failure.
+        partial: Vec<u8>,
+        /// Why the next blob could not be written.
+        source: RenderDocumentError,
+    },
 }
 
 /// How [`render_dir_streaming`] went about it.
@@ -90,8 +99,9 @@ fn files_by_package(
     Ok(Some(by_package))
 }
 
-/// Renders the catalog directory `root` to `sink` in opm's order, package by package when its
-/// layout allows (see the module docs). Returns how it was done.
+/// Renders the catalog directory `root` to `sink` as `opm render` prints it (order, and the
+/// re-encoding of [`super::opm::normalize`]), package by package when its layout allows (see
+/// the module docs). Returns how it was done.
 pub fn render_dir_streaming<E: From<RenderCatalogDirError>>(
     root: &Path,
     opts: &LoadOptions,
@@ -101,7 +111,9 @@ pub fn render_dir_streaming<E: From<RenderCatalogDirError>>(
     let load_err = |e: LoadCatalogError| E::from(RenderCatalogDirError::Load(e));
     let batch = rayon::current_num_threads().max(1) * 2;
     let Some(by_package) = files_by_package(root).map_err(load_err)? else {
-        let cfg = super::load::load_dir(root, opts).map_err(load_err)?;
+        let mut cfg = super::load::load_dir(root, opts).map_err(load_err)?;
+        // opm prints what it decoded and re-encoded.
+        super::opm::normalize(&mut cfg);
         let groups: Vec<DeclarativeConfig> =
             split_by_package(cfg).into_iter().map(|(_, c)| c).collect();
         in_batches(&groups, batch, |c| render(c, format), &mut sink)?;
@@ -130,6 +142,7 @@ pub fn render_dir_streaming<E: From<RenderCatalogDirError>>(
                 cfg.push(at.blob);
             }
         }
+        super::opm::normalize(&mut cfg);
         render(&cfg, format)
     };
     in_batches(&packages, batch, load_and_render, &mut sink)?;
@@ -148,16 +161,29 @@ fn in_batches<T: Sync, E: From<RenderCatalogDirError>>(
         let rendered: Vec<Result<Vec<u8>, RenderCatalogDirError>> =
             chunk.par_iter().map(&render_one).collect();
         for r in rendered {
-            sink(r.map_err(E::from)?)?;
+            match r {
+                Ok(bytes) => sink(bytes)?,
+                Err(RenderCatalogDirError::Incomplete { partial, source }) => {
+                    sink(partial)?;
+                    return Err(E::from(RenderCatalogDirError::Render(source)));
+                }
+                Err(e) => return Err(E::from(e)),
+            }
         }
     }
     Ok(())
 }
 
+/// Writes one group of blobs (already normalised, see [`super::opm`]).
 fn render(cfg: &DeclarativeConfig, format: WriteFormat) -> Result<Vec<u8>, RenderCatalogDirError> {
     let mut buf = Vec::new();
-    write_config(&mut buf, cfg, format)?;
-    Ok(buf)
+    match write_config(&mut buf, cfg, format) {
+        Ok(()) => Ok(buf),
+        Err(source) => Err(RenderCatalogDirError::Incomplete {
+            partial: buf,
+            source,
+        }),
+    }
 }
 
 fn rel(root: &Path, p: &Path) -> String {
@@ -206,7 +232,8 @@ mod tests {
         dirs.sort();
         let mut per_package = 0;
         for dir in &dirs {
-            let whole = crate::declcfg::load_dir(dir, &LoadOptions::default()).unwrap();
+            let mut whole = crate::declcfg::load_dir(dir, &LoadOptions::default()).unwrap();
+            crate::declcfg::opm::normalize(&mut whole);
             for format in [WriteFormat::Json, WriteFormat::Yaml, WriteFormat::JsonLines] {
                 let want = render_config(&whole, format).unwrap();
                 let (got, mode) = streamed(dir, format);

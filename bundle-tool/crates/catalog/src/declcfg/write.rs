@@ -19,8 +19,11 @@ pub enum WriteFormat {
     /// opm's JSON: one 4-space-indented object per blob.
     #[default]
     Json,
-    /// opm's YAML: `---` then the blob with sorted keys.
+    /// opm's YAML (go-yaml v2's emitter, see [`olmkit_core::goyaml`]): `---` then the blob.
     Yaml,
+    /// bundle-tool's own catalog YAML (the style `catalog/` has always been written in, kept
+    /// so that releases do not rewrite existing files): `---` then the blob with sorted keys.
+    CatalogYaml,
     /// One compact JSON object per line, keys sorted (catalogd's `all.json`).
     JsonLines,
 }
@@ -30,7 +33,7 @@ impl WriteFormat {
     pub fn extension(self) -> &'static str {
         match self {
             WriteFormat::Json | WriteFormat::JsonLines => "json",
-            WriteFormat::Yaml => "yaml",
+            WriteFormat::Yaml | WriteFormat::CatalogYaml => "yaml",
         }
     }
 }
@@ -192,6 +195,10 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for GoFormatter<F
         }
         writer.write_all(&fragment.as_bytes()[start..])
     }
+    fn write_f64<W: ?Sized + Write>(&mut self, w: &mut W, value: f64) -> std::io::Result<()> {
+        // Go's encoding/json float64 form (numbers in property values are float64 in opm).
+        w.write_all(olmkit_core::goyaml::go_json_float(value).as_bytes())
+    }
     fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
         self.inner.begin_array(w)
     }
@@ -268,9 +275,17 @@ pub fn write_blob<T: Serialize, W: Write>(
             w.write_all(b"\n")
                 .map_err(|e| render_err("catalog blob", e))
         }
-        WriteFormat::Yaml => {
+        WriteFormat::CatalogYaml => {
             let v = serde_json::to_value(blob).map_err(|e| render_err("catalog blob", e))?;
             let text = olmkit_core::docs::to_yaml("catalog blob", &sort_keys(v))?;
+            w.write_all(b"---\n")
+                .and_then(|()| w.write_all(text.as_bytes()))
+                .map_err(|e| render_err("catalog blob", e))
+        }
+        WriteFormat::Yaml => {
+            let v = serde_json::to_value(blob).map_err(|e| render_err("catalog blob", e))?;
+            let text =
+                olmkit_core::goyaml::to_yaml(&v).map_err(|e| render_err("catalog blob", e))?;
             w.write_all(b"---\n")
                 .and_then(|()| w.write_all(text.as_bytes()))
                 .map_err(|e| render_err("catalog blob", e))
@@ -325,6 +340,9 @@ pub fn split_by_package(cfg: DeclarativeConfig) -> Vec<(String, DeclarativeConfi
     out
 }
 
+/// The bytes written before a blob failed, and why it failed.
+type Partial = (Vec<u8>, RenderDocumentError);
+
 /// Writes a config in opm's order, rendering packages in parallel (a few at a time, so that
 /// memory stays bounded) and handing the bytes to `sink` in order. Consumes the config so
 /// that each package is freed as soon as it is written.
@@ -339,15 +357,25 @@ pub fn write_config_parallel<E: From<RenderDocumentError>>(
     let mut iter = groups.into_iter().peekable();
     while iter.peek().is_some() {
         let chunk: Vec<(String, DeclarativeConfig)> = iter.by_ref().take(batch).collect();
-        let rendered: Vec<Result<Vec<u8>, RenderDocumentError>> = chunk
+        let rendered: Vec<Result<Vec<u8>, Partial>> = chunk
             .into_par_iter()
             .map(|(_, c)| {
                 let mut buf = Vec::new();
-                write_config(&mut buf, &c, format).map(|()| buf)
+                match write_config(&mut buf, &c, format) {
+                    Ok(()) => Ok(buf),
+                    Err(e) => Err((buf, e)),
+                }
             })
             .collect();
         for r in rendered {
-            sink(r?)?;
+            match r {
+                Ok(bytes) => sink(bytes)?,
+                // opm prints the blobs before the one it cannot write.
+                Err((partial, e)) => {
+                    sink(partial)?;
+                    return Err(e.into());
+                }
+            }
         }
     }
     Ok(())
