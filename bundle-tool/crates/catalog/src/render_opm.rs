@@ -39,6 +39,9 @@ pub enum LoadOpmBundleError {
     /// The manifests or annotations do not load.
     #[error(transparent)]
     Bundle(#[from] olmkit_bundle::LoadBundleError),
+    /// A symbolic link leads out of the bundle directory (it would be embedded in the catalog).
+    #[error(transparent)]
+    Escape(#[from] olmkit_core::confine::ConfineError),
 }
 
 fn read_dir_sorted(dir: &Path) -> Result<Vec<std::fs::DirEntry>, LoadOpmBundleError> {
@@ -56,9 +59,13 @@ fn read_dir_sorted(dir: &Path) -> Result<Vec<std::fs::DirEntry>, LoadOpmBundleEr
 
 /// Loads a bundle directory with opm's leniencies (see the module docs). The returned
 /// model's `dependencies` is the metadata document opm takes its dependencies from.
+/// Nothing is read from outside `dir`: a symlink that leads out of it (to `/etc/passwd`, to a
+/// registry credential file) is an error naming it, not content for `olm.bundle.object`.
 pub fn load_bundle_dir_opm(dir: &Path) -> Result<BundleDir, LoadOpmBundleError> {
+    let root = olmkit_core::confine::InputRoot::new(dir)?;
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let read = |p: &Path| {
+    let read = |p: &Path| -> Result<Vec<u8>, LoadOpmBundleError> {
+        root.check(p)?;
         std::fs::read(p).map_err(|source| LoadOpmBundleError::Read {
             path: p.display().to_string(),
             source,

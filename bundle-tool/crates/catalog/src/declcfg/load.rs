@@ -36,6 +36,9 @@ pub enum LoadCatalogError {
         /// What the walker said.
         message: String,
     },
+    /// A symbolic link in the catalog leads outside it (or nowhere).
+    #[error(transparent)]
+    Escape(#[from] olmkit_core::confine::ConfineError),
     /// A file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -136,11 +139,15 @@ fn rel_name(root: &Path, p: &Path) -> String {
 }
 
 /// Lists the files of a catalog directory that opm would load: recursively, in lexical order,
-/// skipping `.indexignore` files and everything they exclude.
+/// skipping `.indexignore` files and everything they exclude. Like opm (`fs.WalkDir`), linked
+/// directories are not descended and linked files are read; unlike opm, a link that leads
+/// outside the catalog is an error naming it (its target would end up in the catalog served or
+/// rendered: a credential file, `/etc/passwd`).
 pub fn catalog_files(root: &Path) -> Result<Vec<PathBuf>, LoadCatalogError> {
     if !root.is_dir() {
         return Err(LoadCatalogError::NotADirectory(root.to_path_buf()));
     }
+    let confine = olmkit_core::confine::InputRoot::new(root)?;
     let walker = ignore::WalkBuilder::new(root)
         .standard_filters(false)
         .parents(false)
@@ -164,6 +171,7 @@ pub fn catalog_files(root: &Path) -> Result<Vec<PathBuf>, LoadCatalogError> {
             continue;
         }
         let is_file = if ft.is_symlink() {
+            confine.check(entry.path())?;
             std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file())
         } else {
             ft.is_file()
