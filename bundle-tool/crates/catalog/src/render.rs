@@ -253,6 +253,58 @@ pub fn render_bundle(
     crate::render_opm::render_bundle_opm(dir, image, opts)
 }
 
+/// What every rendering of a bundle directory starts from, each missing piece named with its
+/// file and field: the CSV (and the manifest holding it), its name, the package.
+pub(crate) struct BundleHead<'a> {
+    /// The bundle directory, for messages.
+    pub dir_name: String,
+    /// The manifest holding the CSV.
+    pub csv_m: &'a olmkit_bundle::model::Manifest,
+    /// The CSV.
+    pub csv: &'a Value,
+    /// `metadata.name` of the CSV.
+    pub name: &'a str,
+    /// The package, from the annotations.
+    pub package: &'a str,
+}
+
+/// A required field is missing from a file of the bundle `dir_name`.
+pub(crate) fn missing_field(dir_name: &str, file: &str, field: &str) -> RenderBundleError {
+    RenderBundleError::Missing {
+        dir: dir_name.to_string(),
+        file: file.to_string(),
+        field: field.to_string(),
+    }
+}
+
+/// The [`BundleHead`] of `dir`, or the first missing piece.
+pub(crate) fn bundle_head(dir: &BundleDir) -> Result<BundleHead<'_>, RenderBundleError> {
+    let dir_name = dir.root.display().to_string();
+    let csv_m = dir
+        .csv()
+        .ok_or_else(|| RenderBundleError::NoCsv(dir_name.clone()))?;
+    let csv = &csv_m.object;
+    let name = str_at(csv, "/metadata/name")
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| missing_field(&dir_name, &csv_m.file, "metadata.name"))?;
+    let package = dir.package().filter(|s| !s.is_empty()).ok_or_else(|| {
+        missing_field(
+            &dir_name,
+            dir.annotations_file
+                .as_deref()
+                .unwrap_or("metadata/annotations.yaml"),
+            "annotations.\"operators.operatorframework.io.bundle.package.v1\"",
+        )
+    })?;
+    Ok(BundleHead {
+        dir_name,
+        csv_m,
+        csv,
+        name,
+        package,
+    })
+}
+
 /// Renders a bundle directory in bundle-tool's own catalog style, the one `catalog/` of a
 /// release has always been written in (kept so that releases do not rewrite existing
 /// entries): properties sorted by type and value, `relatedImages` in CSV order then the bundle
@@ -263,32 +315,16 @@ pub fn render_bundle_release(
     image: &str,
     opts: &RenderOptions,
 ) -> Result<Bundle, RenderBundleError> {
-    let dir_name = dir.root.display().to_string();
-    let csv_m = dir
-        .csv()
-        .ok_or_else(|| RenderBundleError::NoCsv(dir_name.clone()))?;
-    let csv = &csv_m.object;
-    let missing = |file: &str, field: &str| RenderBundleError::Missing {
-        dir: dir_name.clone(),
-        file: file.to_string(),
-        field: field.to_string(),
-    };
-    let name = str_at(csv, "/metadata/name")
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| missing(&csv_m.file, "metadata.name"))?;
+    let BundleHead {
+        dir_name,
+        csv_m,
+        csv,
+        name,
+        package,
+    } = bundle_head(dir)?;
     let version = str_at(csv, "/spec/version")
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| missing(&csv_m.file, "spec.version"))?;
-    let annotations_file = dir
-        .annotations_file
-        .clone()
-        .unwrap_or_else(|| "metadata/annotations.yaml".into());
-    let package = dir.package().filter(|s| !s.is_empty()).ok_or_else(|| {
-        missing(
-            &annotations_file,
-            "annotations.\"operators.operatorframework.io.bundle.package.v1\"",
-        )
-    })?;
+        .ok_or_else(|| missing_field(&dir_name, &csv_m.file, "spec.version"))?;
 
     let mut props: Vec<Property> = Vec::new();
     let mut package_prop = None;

@@ -330,28 +330,14 @@ pub fn render_bundle_opm(
     image: &str,
     opts: &RenderOptions,
 ) -> Result<Bundle, RenderBundleError> {
-    let dir_name = dir.root.display().to_string();
-    let csv_m = dir
-        .csv()
-        .ok_or_else(|| RenderBundleError::NoCsv(dir_name.clone()))?;
-    let csv = &csv_m.object;
-    let missing = |file: &str, field: &str| RenderBundleError::Missing {
-        dir: dir_name.clone(),
-        file: file.to_string(),
-        field: field.to_string(),
-    };
-    let name = str_at(csv, "/metadata/name")
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| missing(&csv_m.file, "metadata.name"))?;
+    let crate::render::BundleHead {
+        dir_name,
+        csv_m,
+        csv,
+        name,
+        package,
+    } = crate::render::bundle_head(dir)?;
     let version = str_at(csv, "/spec/version").unwrap_or("");
-    let package = dir.package().filter(|s| !s.is_empty()).ok_or_else(|| {
-        missing(
-            dir.annotations_file
-                .as_deref()
-                .unwrap_or("metadata/annotations.yaml"),
-            "annotations.\"operators.operatorframework.io.bundle.package.v1\"",
-        )
-    })?;
 
     let mut provided = provided_gvks(dir, csv);
     let (package_prop, other) =
