@@ -268,6 +268,17 @@ pub(crate) struct BundleHead<'a> {
     pub package: &'a str,
 }
 
+/// The version names a CRD provides: every `spec.versions[].name`, and the legacy
+/// `spec.version` of old v1beta1 CRDs (each an `olm.gvk` of the bundle, in both renderers).
+pub(crate) fn crd_version_names(crd: &Value) -> impl Iterator<Item = &str> {
+    crd.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.get("name").and_then(Value::as_str))
+        .chain(str_at(crd, "/spec/version").filter(|s| !s.is_empty()))
+}
+
 /// A required field is missing from a file of the bundle `dir_name`.
 pub(crate) fn missing_field(dir_name: &str, file: &str, field: &str) -> RenderBundleError {
     RenderBundleError::Missing {
@@ -405,18 +416,7 @@ pub fn render_bundle_release(
                 message: "CustomResourceDefinition needs spec.group and spec.names.kind".into(),
             });
         }
-        for v in crd
-            .object
-            .pointer("/spec/versions")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(vn) = v.get("name").and_then(Value::as_str) {
-                provided.insert((group.clone(), kind.clone(), vn.to_string()));
-            }
-        }
-        if let Some(vn) = str_at(&crd.object, "/spec/version").filter(|s| !s.is_empty()) {
+        for vn in crate::render::crd_version_names(&crd.object) {
             provided.insert((group.clone(), kind.clone(), vn.to_string()));
         }
     }

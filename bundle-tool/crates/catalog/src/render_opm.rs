@@ -129,18 +129,7 @@ fn provided_gvks(dir: &BundleDir, csv: &Value) -> BTreeSet<Gvk> {
         let kind = str_at(&crd.object, "/spec/names/kind")
             .unwrap_or("")
             .to_string();
-        for v in crd
-            .object
-            .pointer("/spec/versions")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(vn) = v.get("name").and_then(Value::as_str) {
-                provided.insert((group.clone(), kind.clone(), vn.to_string()));
-            }
-        }
-        if let Some(vn) = str_at(&crd.object, "/spec/version").filter(|s| !s.is_empty()) {
+        for vn in crate::render::crd_version_names(&crd.object) {
             provided.insert((group.clone(), kind.clone(), vn.to_string()));
         }
     }
