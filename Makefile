@@ -3,6 +3,9 @@
 # The two commands the README promises:
 #   make release VERSION=X   the main job: bundle, catalog update and images into ./images (OCI layout)
 #   make test                installs what the tests need (tests/scripts/setup.sh) and runs them all
+# Test tiers: `make test-unit` (no setup, no e2e: minutes, nothing to install) and `make test`
+# (setup, then every unit, property, snapshot and e2e test, verify and lint). The e2e suites are
+# the `tests/e2e_*.rs` files of the package whose binary they drive.
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
@@ -57,6 +60,7 @@ manifests: ## Regenerate the CRD and RBAC in config/ (from the Rust types and th
 	$(BUNDLE_TOOL) generate crds --output-dir config/crd/bases
 	$(OPERATOR) rbac --role manager > config/rbac/role.yaml.tmp && mv config/rbac/role.yaml.tmp config/rbac/role.yaml
 	$(OPERATOR) rbac --role leader-election > config/rbac/leader_election_role.yaml.tmp && mv config/rbac/leader_election_role.yaml.tmp config/rbac/leader_election_role.yaml
+	$(OPERATOR) rbac --role metrics-auth > config/rbac/metrics_auth_role.yaml.tmp && mv config/rbac/metrics_auth_role.yaml.tmp config/rbac/metrics_auth_role.yaml
 	$(BUNDLE_TOOL) image dockerfile catalog --configs-dir catalog --server $(STATIC)/catalog-server \
 	  --health-probe $(STATIC)/catalog-server --output catalog.Dockerfile
 
@@ -70,12 +74,29 @@ verify: manifests ## Regenerate everything generated and fail on a diff; check b
 
 ##@ Test
 
+# The `tests/` directories of the workspace members. Every integration test there belongs to
+# the unit tier except the end-to-end suites, which are named `e2e_*` (they run the real
+# binaries and may need what `make setup` installs).
+TEST_DIRS := memcached-operator/memcached-api/tests memcached-operator/tests bundle-tool/tests $(wildcard bundle-tool/crates/*/tests) tests/kube-standin/tests
+UNIT_TESTS := $(sort $(filter-out e2e_%,\
+  $(basename $(notdir $(wildcard $(addsuffix /*.rs,$(TEST_DIRS))))) \
+  $(notdir $(patsubst %/,%,$(dir $(wildcard $(addsuffix /*/main.rs,$(TEST_DIRS))))))))
+
 .PHONY: setup
 setup: ## Install what the tests need (Debian packages, Python venv); idempotent.
 	tests/scripts/setup.sh
 
+.PHONY: test-unit
+test-unit: ## Fast tier, nothing installed: unit tests of every lib and bin, doc tests, and the integration tests that are not e2e (tests/e2e_*.rs).
+	$(CARGO) test --workspace --no-fail-fast --lib --bins $(addprefix --test ,$(UNIT_TESTS))
+	$(CARGO) test --workspace --no-fail-fast --doc
+
+.PHONY: test-e2e
+test-e2e: setup ## Install what the tests need, then run only the e2e suites (tests/e2e_*.rs of each package).
+	$(CARGO) test --workspace --no-fail-fast --test 'e2e_*'
+
 .PHONY: test
-test: setup ## Install what the tests need, then run every test (unit, property, snapshot, e2e), verify and lint.
+test: setup ## Full tier: install what the tests need, then run every test (unit, property, snapshot, e2e), verify and lint.
 	$(CARGO) test --workspace --no-fail-fast
 	$(MAKE) --no-print-directory verify
 	$(MAKE) --no-print-directory lint
@@ -84,7 +105,7 @@ test: setup ## Install what the tests need, then run every test (unit, property,
 bench: setup ## Run the benchmarks (figures, not assertions); see BENCHMARKS.md.
 	$(CARGO) bench -p memcached-operator
 	$(CARGO) bench -p bundle-tool
-	$(CARGO) bench -p olmkit-registry
+	$(CARGO) bench -p olmkit-catalog-server
 	$(CARGO) bench -p olmkit-cluster
 	$(CARGO) bench -p kube-standin
 
@@ -105,6 +126,7 @@ check-version:
 
 .PHONY: release
 release: check-version ## Release VERSION: bundle, catalog entries and images in ./images, all or nothing.
+	@echo "release: compile (static release binaries; about 6 min cold on 2 cores, seconds when built)" >&2
 	$(MAKE) --no-print-directory static
 	$(STATIC)/bundle-tool release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) \
 	  --operator-binary $(STATIC)/operator --catalog-server $(STATIC)/catalog-server \

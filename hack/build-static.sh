@@ -20,7 +20,7 @@ TARGET_DIR=${CARGO_TARGET_DIR:-target}
 declare -A PACKAGE=(
   [operator]=memcached-operator
   [bundle-tool]=bundle-tool
-  [catalog-server]=olmkit-registry
+  [catalog-server]=olmkit-catalog-server
 )
 
 bins=("$@")

@@ -12,10 +12,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use base64::Engine;
+use olmkit_catalog::catalog_dir::{CatalogDir, write_package_update};
 use olmkit_catalog::declcfg::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property, WriteFormat,
 };
-use olmkit_catalog::layout::{CatalogDir, write_package_update};
 use olmkit_catalog::release::{ReleaseRequest, SkipRangeMode, plan_release};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
@@ -368,7 +368,148 @@ fn main() {
         best * 1000.0
     );
     release_command_on_this_repo(&root);
+    load_scaling(&root, &big);
     println!("load average after: {}", load_average());
+}
+
+/// One catalog file of `mb` MB in `dir/catalog.<ext>`: whole packages of the big catalog
+/// (bundle objects included) as opm's JSON stream or as `render -o yaml` documents.
+fn one_file_catalog(root: &Path, big: &Path, mb: usize, yaml: bool) -> PathBuf {
+    let ext = if yaml { "yaml" } else { "json" };
+    let dir = root.join(format!("one-file-{mb}mb-{ext}"));
+    let file = dir.join(format!("catalog.{ext}"));
+    if file.is_file() {
+        return dir;
+    }
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let mut text = Vec::new();
+    let mut p = 0;
+    while text.len() < mb << 20 {
+        let name = format!("community-operator-{:03}", p % PACKAGES);
+        let json = std::fs::read(big.join(&name).join("catalog.json")).expect("package file");
+        if yaml {
+            let tmp = root.join("one-file-tmp");
+            let _ = std::fs::remove_dir_all(&tmp);
+            std::fs::create_dir_all(tmp.join(&name)).expect("mkdir");
+            std::fs::write(tmp.join(&name).join("catalog.json"), &json).expect("write");
+            let out = Command::new(env!("CARGO_BIN_EXE_bundle-tool"))
+                .args(["render", "-o", "yaml"])
+                .arg(&tmp)
+                .output()
+                .expect("render -o yaml");
+            assert!(out.status.success(), "render -o yaml failed");
+            text.extend_from_slice(&out.stdout);
+        } else {
+            text.extend_from_slice(&json);
+        }
+        p += 1;
+    }
+    std::fs::write(&file, text).expect("write one-file catalog");
+    dir
+}
+
+/// One file of `mb` MB of tiny blobs (about 200 bytes each, no payloads): the per-document
+/// cost, which a quadratic splitter or error-position scan shows first.
+fn tiny_blob_catalog(root: &Path, mb: usize) -> PathBuf {
+    let dir = root.join(format!("tiny-blobs-{mb}mb"));
+    let file = dir.join("catalog.json");
+    if file.is_file() {
+        return dir;
+    }
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let mut text = String::with_capacity((mb << 20) + 4096);
+    let mut p = 0;
+    while text.len() < mb << 20 {
+        let pkg = format!("tiny-{p:06}");
+        text.push_str(&format!(
+            "{{\"schema\":\"olm.package\",\"name\":\"{pkg}\",\"defaultChannel\":\"stable\"}}\n"
+        ));
+        let mut entries = Vec::new();
+        for v in 0..20 {
+            let b = format!("{pkg}.v0.{v}.0");
+            text.push_str(&format!(
+                "{{\"schema\":\"olm.bundle\",\"name\":\"{b}\",\"package\":\"{pkg}\",\"image\":\"quay.io/t/{pkg}:v0.{v}.0\",\"properties\":[{{\"type\":\"olm.package\",\"value\":{{\"packageName\":\"{pkg}\",\"version\":\"0.{v}.0\"}}}}]}}\n"
+            ));
+            entries.push(if v == 0 {
+                format!("{{\"name\":\"{b}\"}}")
+            } else {
+                format!("{{\"name\":\"{b}\",\"replaces\":\"{pkg}.v0.{}.0\"}}", v - 1)
+            });
+        }
+        text.push_str(&format!(
+            "{{\"schema\":\"olm.channel\",\"name\":\"stable\",\"package\":\"{pkg}\",\"entries\":[{}]}}\n",
+            entries.join(",")
+        ));
+        p += 1;
+    }
+    std::fs::write(&file, text).expect("write tiny-blob catalog");
+    dir
+}
+
+/// Catalog load must be linear in the input size for any layout (issue: one 39 MiB file took
+/// 21.7 s where the same catalog split per package took 1 s). Times `catalog validate` and
+/// `render -o json` on one file of 10, 40 and 160 MB in three shapes and prints the time per
+/// MB; the largest/smallest ratio should stay under 2.
+fn load_scaling(root: &Path, big: &Path) {
+    // Process start, argument parsing and schema set-up are paid once per run: measured on a
+    // one-blob catalog and subtracted, so that the figure per MB is the loading itself.
+    let one = root.join("one-blob");
+    std::fs::create_dir_all(&one).expect("mkdir");
+    std::fs::write(
+        one.join("catalog.json"),
+        r#"{"schema":"olm.package","name":"p"}"#,
+    )
+    .expect("write");
+    let base = (0..5)
+        .map(|_| measure(&["catalog", "validate", one.to_str().expect("utf-8")]).0)
+        .fold(f64::MAX, f64::min);
+    println!(
+        "\nload scaling, one file (time per MB should be flat; {:.1} ms of process start subtracted):",
+        base * 1000.0
+    );
+    type Make<'a> = Box<dyn Fn(usize) -> PathBuf + 'a>;
+    let shapes: [(&str, Make); 3] = [
+        (
+            "JSON stream (opm render)",
+            Box::new(|mb| one_file_catalog(root, big, mb, false)),
+        ),
+        (
+            "YAML documents (render -o yaml)",
+            Box::new(|mb| one_file_catalog(root, big, mb, true)),
+        ),
+        (
+            "tiny blobs, JSON lines",
+            Box::new(|mb| tiny_blob_catalog(root, mb)),
+        ),
+    ];
+    for (shape, make) in &shapes {
+        for cmd in [&["catalog", "validate"][..], &["render", "-o", "json"][..]] {
+            let mut per_mb = Vec::new();
+            for mb in [10usize, 40, 160] {
+                let dir = make(mb);
+                let d = dir.to_str().expect("utf-8 path");
+                let mb_real = walk_size(&dir) as f64 / (1u64 << 20) as f64;
+                let mut args: Vec<&str> = cmd.to_vec();
+                args.push(d);
+                let _ = measure(&args);
+                let (w, c, r, ok) = measure(&args);
+                let net = (w - base).max(0.0) / mb_real;
+                per_mb.push(net);
+                println!(
+                    "  {shape:32} {:24} {mb_real:6.1} MB: {w:6.2} s wall, {c:6.2} s CPU, {r:6.0} MB RSS, {:6.2} ms/MB, ok={ok}",
+                    cmd.join(" "),
+                    net * 1000.0
+                );
+            }
+            let max = per_mb.iter().cloned().fold(f64::MIN, f64::max);
+            let min = per_mb.iter().cloned().fold(f64::MAX, f64::min);
+            println!(
+                "  {shape:32} {:24} time per MB max/min: {:.2}",
+                cmd.join(" "),
+                max / min
+            );
+        }
+    }
 }
 
 /// The whole `bundle-tool release` through the real binary on a copy of this repository's

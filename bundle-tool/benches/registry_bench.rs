@@ -1,7 +1,7 @@
 //! Catalog server benchmarks (figures, not assertions):
-//! `cargo bench -p olmkit-registry --bench registry_bench`.
+//! `cargo bench -p olmkit-catalog-server --bench registry_bench`.
 //!
-//! Declared by the `olmkit-registry` package (so it needs only the server's dependencies in
+//! Declared by the `olmkit-catalog-server` package (so it needs only the server's dependencies in
 //! release mode, not all of bundle-tool's). Runs the real `catalog-server` binary — the same
 //! server as `bundle-tool serve` — on the community-sized catalog that the catalog
 //! benchmark generates and caches (`cargo bench -p bundle-tool --bench catalog_bench` writes it
@@ -24,11 +24,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use olmkit_registry::build::{BuildOptions, build_index};
-use olmkit_registry::index::write_index;
-use olmkit_registry::pb::{self, registry_client::RegistryClient};
-use olmkit_registry::tonic::transport::{Channel, Endpoint};
-use olmkit_registry::tonic_health::pb::{
+use olmkit_catalog_server::build::{BuildOptions, build_index};
+use olmkit_catalog_server::index::write_index;
+use olmkit_catalog_server::pb::{self, registry_client::RegistryClient};
+use olmkit_catalog_server::tonic::transport::{Channel, Endpoint};
+use olmkit_catalog_server::tonic_health::pb::{
     HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
 };
 use std::path::{Path, PathBuf};
@@ -320,7 +320,7 @@ fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` runs us with no args: keep that cheap.
     if !std::env::args().any(|a| a == "--bench") {
         eprintln!(
-            "registry_bench: run with `cargo bench -p olmkit-registry --bench registry_bench`"
+            "registry_bench: run with `cargo bench -p olmkit-catalog-server --bench registry_bench`"
         );
         return;
     }
@@ -405,5 +405,42 @@ fn main() {
             proc_status_mb(pid, "VmHWM:")
         );
         drop(server);
+        load_scaling().await;
     });
+}
+
+/// Start-to-SERVING from one catalog file of 10, 40 and 160 MB in three shapes (written by
+/// `catalog_bench`'s scaling section into the bench dir; skipped when absent): loading must be
+/// linear in the input, whatever its layout (issue 18: one big file loaded in quadratic time).
+async fn load_scaling() {
+    println!("load scaling, one file, --no-index (time per MB should be flat):");
+    let shapes = [
+        ("JSON stream", "one-file-{}mb-json"),
+        ("YAML documents", "one-file-{}mb-yaml"),
+        ("tiny blobs", "tiny-blobs-{}mb"),
+    ];
+    for (shape, pattern) in shapes {
+        let mut per_mb = Vec::new();
+        for mb in [10, 40, 160] {
+            let dir = bench_dir().join(pattern.replace("{}", &mb.to_string()));
+            if !dir.is_dir() {
+                println!(
+                    "  {shape}: {} missing; run catalog_bench first",
+                    dir.display()
+                );
+                return;
+            }
+            let size = dir_size(&dir) as f64 / (1u64 << 20) as f64;
+            let (server, secs) = start(&dir, &["--no-index"]).await;
+            drop(server);
+            per_mb.push(secs / size);
+            println!(
+                "  {shape:16} {size:6.1} MB: SERVING after {secs:6.2} s, {:6.2} ms/MB",
+                secs / size * 1000.0
+            );
+        }
+        let max = per_mb.iter().copied().fold(f64::MIN, f64::max);
+        let min = per_mb.iter().copied().fold(f64::MAX, f64::min);
+        println!("  {shape:16} time per MB max/min: {:.2}", max / min);
+    }
 }

@@ -85,7 +85,7 @@ pub fn init_logging(args: &GlobalArgs) {
     let default = match args.verbose {
         0 => "warn,bundle_tool=info,olmkit=info",
         1 => {
-            "info,bundle_tool=debug,olmkit_core=debug,olmkit_bundle=debug,olmkit_catalog=debug,olmkit_image=debug,olmkit_registry=debug,olmkit_cluster=debug"
+            "info,bundle_tool=debug,olmkit_core=debug,olmkit_bundle=debug,olmkit_catalog=debug,olmkit_image=debug,olmkit_catalog_server=debug,olmkit_cluster=debug"
         }
         _ => "trace",
     };

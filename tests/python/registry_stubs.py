@@ -1,6 +1,6 @@
 """Generates Python gRPC stubs for a registry.proto at test time (grpcio-tools' protoc), into a
 temporary directory, and imports them. The proto is either the project's own
-(bundle-tool/crates/registry/proto/registry.proto) or operator-registry's upstream file."""
+(bundle-tool/crates/olmkit-catalog-server/proto/registry.proto) or operator-registry's upstream file."""
 
 import importlib
 import importlib.resources

@@ -2,10 +2,10 @@
 //! installs and where the channel leads next, then wait for that CSV. With `-o json`, stdout
 //! gets that plan and how the approval ended instead of the CSV table.
 
-use crate::cmd::install::{
-    ClusterArgs, WaitArgs, cluster_err, event_printer, load_catalog, olm_missing,
+use crate::cmd::common::cluster::{
+    ClusterArgs, WaitArgs, change_err, cluster_err, event_printer, finish, load_catalog,
+    olm_missing, outcome_json, print_json,
 };
-use crate::cmd::upgrade::{change_err, finish, outcome_json, print_json};
 use crate::exit::CmdError;
 use crate::output::{GlobalArgs, OutputFormat, spinner};
 use olmkit_cluster::catalog_view::PackageView;

@@ -1,14 +1,20 @@
 //! `bundle-tool catalog ...`: validate a File-Based Catalog like `opm validate`, check its
 //! upgrade graphs for channel switches that go nowhere, verify it against the bundle
-//! directories it was rendered from, and build one from bundle directories.
+//! directories it was rendered from, build one from bundle directories, and precompute the
+//! index that makes `bundle-tool serve` and `catalog-server` start instantly on big catalogs
+//! (the scanner and the index format live in `olmkit-catalog-server`).
 
+use crate::cmd::common::fbc::FbcFormat;
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, OutputFormat, print_data, spinner};
 use olmkit_catalog::declcfg::{self, LoadOptions, load::load_dir_with_files};
 use olmkit_catalog::render::{ImageRefTemplate, RenderOptions};
-use olmkit_catalog::{explain, graph, layout, validate};
+use olmkit_catalog::{catalog_dir, explain, graph, validate};
+use olmkit_catalog_server::build::{BuildIndexError, BuildOptions, build_index};
+use olmkit_catalog_server::index::{default_index_path, encode_index};
 use olmkit_core::findings::{Finding, Report};
 use std::path::PathBuf;
+use std::time::Instant;
 
 /// Subcommands of `bundle-tool catalog`.
 #[derive(clap::Subcommand, Debug)]
@@ -23,7 +29,7 @@ pub enum CatalogCommand {
     /// replaces/skips/skipRange, as registry+v1 indexes did) and print it.
     FromBundles(FromBundlesArgs),
     /// Precompute the index `bundle-tool serve` and `catalog-server` start from instantly.
-    Index(super::serve::IndexArgs),
+    Index(IndexArgs),
 }
 
 /// Arguments of `catalog validate` and `catalog check`.
@@ -71,8 +77,8 @@ pub struct FromBundlesArgs {
     #[arg(long, value_enum)]
     pub update_graph: Option<UpdateGraphArg>,
     /// Output format.
-    #[arg(short, long, value_enum, default_value_t = super::render::FbcFormat::Yaml)]
-    pub output: super::render::FbcFormat,
+    #[arg(short, long, value_enum, default_value_t = FbcFormat::Yaml)]
+    pub output: FbcFormat,
 }
 
 /// `--update-graph` values.
@@ -103,7 +109,7 @@ const BUNDLE_DIR_HINT: &str = "a bundle directory holds manifests/ and metadata/
 
 /// `catalog verify -o json`: the report's lists under their own keys, and `clean` so that a
 /// script need not check every list.
-fn verify_json(report: &layout::VerifyReport) -> Result<String, CmdError> {
+fn verify_json(report: &catalog_dir::VerifyReport) -> Result<String, CmdError> {
     let differs: Vec<serde_json::Value> = report
         .differs
         .iter()
@@ -120,15 +126,15 @@ fn verify_json(report: &layout::VerifyReport) -> Result<String, CmdError> {
     Ok(s)
 }
 
-fn verify_err(e: layout::VerifyCatalogError) -> CmdError {
+fn verify_err(e: catalog_dir::VerifyCatalogError) -> CmdError {
     let hint = match &e {
-        layout::VerifyCatalogError::Load(_) => {
+        catalog_dir::VerifyCatalogError::Load(_) => {
             "pass --catalog-dir with the catalog directory; bundle-tool catalog validate DIR lists what does not load"
         }
-        layout::VerifyCatalogError::Render(_) => {
+        catalog_dir::VerifyCatalogError::Render(_) => {
             "bundle-tool validate DIR says what is wrong with the bundle directory"
         }
-        layout::VerifyCatalogError::Output(_) => return CmdError::user(e),
+        catalog_dir::VerifyCatalogError::Output(_) => return CmdError::user(e),
     };
     CmdError::user(e).hint(hint)
 }
@@ -161,7 +167,7 @@ pub fn validate_dir(
 /// Runs the command.
 pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError> {
     match command {
-        CatalogCommand::Index(a) => super::serve::run_index(a, g).await,
+        CatalogCommand::Index(a) => run_index(a, g).await,
         CatalogCommand::Validate(a) => {
             let (report, _) = validate_dir(&a.dir, g)?;
             print_report(&report, a.output)
@@ -192,7 +198,7 @@ pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError
         CatalogCommand::Verify(a) => {
             let mut dirs = Vec::new();
             for d in &a.bundles {
-                for dir in layout::find_bundle_dirs(d).map_err(|e| {
+                for dir in catalog_dir::find_bundle_dirs(d).map_err(|e| {
                     CmdError::msg(format!("cannot read {}: {e}", d.display()))
                         .hint("pass --bundles with the bundle directories the catalog was rendered from (default: ./bundle)")
                         .hint(BUNDLE_DIRS_HINT)
@@ -212,7 +218,7 @@ pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError
                 ))
                 .hint(BUNDLE_DIRS_HINT));
             }
-            let report = layout::verify(&a.catalog_dir, &dirs).map_err(verify_err)?;
+            let report = catalog_dir::verify(&a.catalog_dir, &dirs).map_err(verify_err)?;
             let text = match a.output {
                 OutputFormat::Text => report.render_text(),
                 OutputFormat::Json => verify_json(&report)?,
@@ -227,18 +233,18 @@ pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError
         CatalogCommand::FromBundles(a) => {
             let t = ImageRefTemplate::parse(&a.image_ref_template).user_err()?;
             let mode = match a.update_graph {
-                Some(UpdateGraphArg::SemverMode) => layout::UpdateGraph::SemverMode,
-                Some(UpdateGraphArg::ReplacesMode) => layout::UpdateGraph::ReplacesMode,
+                Some(UpdateGraphArg::SemverMode) => catalog_dir::UpdateGraph::SemverMode,
+                Some(UpdateGraphArg::ReplacesMode) => catalog_dir::UpdateGraph::ReplacesMode,
                 None => a
                     .bundles
                     .iter()
-                    .find_map(|d| layout::UpdateGraph::from_ci_yaml(d))
+                    .find_map(|d| catalog_dir::UpdateGraph::from_ci_yaml(d))
                     .unwrap_or_default(),
             };
             let mut bundles = Vec::new();
             let mut failed: Vec<String> = Vec::new();
             for d in &a.bundles {
-                let dirs = layout::find_bundle_dirs(d).map_err(|e| {
+                let dirs = catalog_dir::find_bundle_dirs(d).map_err(|e| {
                     CmdError::msg(format!("cannot read {}: {e}", d.display()))
                         .hint(BUNDLE_DIRS_HINT)
                 })?;
@@ -267,7 +273,7 @@ pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError
                     bundles.push((b, image));
                 }
             }
-            let (cfg, not_rendered) = layout::catalog_from_bundles_lenient(
+            let (cfg, not_rendered) = catalog_dir::catalog_from_bundles_lenient(
                 &bundles,
                 &RenderOptions {
                     bundle_objects: a.bundle_object,
@@ -293,4 +299,95 @@ pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError
             print_data(&text).unexpected_err()
         }
     }
+}
+
+/// Arguments of `bundle-tool catalog index`.
+#[derive(clap::Args, Debug)]
+pub struct IndexArgs {
+    /// The catalog directory (File-Based Catalog).
+    #[arg(value_name = "CONFIGS_DIR", default_value = "catalog")]
+    pub configs: PathBuf,
+    /// Where to write the index. Default: `<CONFIGS_DIR>/../index`, where `bundle-tool serve`
+    /// and `catalog-server` look for it.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Threads used to scan the catalog (0: one per CPU).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+}
+
+/// Runs `bundle-tool catalog index`.
+pub async fn run_index(args: IndexArgs, g: &GlobalArgs) -> Result<(), CmdError> {
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_index_path(&args.configs));
+    if out.starts_with(&args.configs) {
+        return Err(CmdError::msg(format!(
+            "the index {} would be inside the catalog {} and be read as part of it",
+            out.display(),
+            args.configs.display()
+        ))
+        .hint(
+            "write it next to the catalog (the default) or list it in the catalog's .indexignore",
+        ));
+    }
+    let bar = spinner(g, &format!("indexing {}", args.configs.display()));
+    let started = Instant::now();
+    let configs = args.configs.clone();
+    let threads = args.threads;
+    let built = tokio::task::spawn_blocking(move || {
+        build_index(
+            &configs,
+            &BuildOptions {
+                threads,
+                checksums: true,
+            },
+        )
+    })
+    .await
+    .unexpected_err()?;
+    bar.finish_and_clear();
+    let built = match built {
+        Ok(b) => b,
+        Err(BuildIndexError::Invalid { report, .. }) => {
+            eprint!("{}", report.render_text());
+            eprintln!(
+                "error: {} cannot be served, so it was not indexed",
+                args.configs.display()
+            );
+            return Err(CmdError::Reported);
+        }
+        Err(e) => {
+            return Err(CmdError::user(e).hint(format!(
+                "`bundle-tool catalog validate {}` shows what is wrong",
+                args.configs.display()
+            )));
+        }
+    };
+    for f in &built.report.findings {
+        eprintln!("warning: {}", f.message);
+    }
+    let bytes = encode_index(&built.index);
+    olmkit_core::fsio::write_file_atomic(&out, &bytes)
+        .user_hint("check that the output directory exists and is writable")?;
+    // Catalog images often run the server as another user than the one that built them.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o644))
+            .user_hint("check the output file's permissions")?;
+    }
+    let bundles = built.index.bundles.len();
+    eprintln!(
+        "indexed {}: {} packages, {} bundles, {} files -> {} ({} KiB) in {:.1}s",
+        args.configs.display(),
+        built.index.packages.len(),
+        bundles,
+        built.index.files.len(),
+        out.display(),
+        bytes.len().div_ceil(1024),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }

@@ -12,6 +12,7 @@
 //! the default suite as it will be on disk (kept files included), and only then written, all
 //! or nothing: a failed generation or validation leaves every file untouched.
 
+use crate::cmd::common::inputs::{kustomize, load_error, read_stdin};
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, OutputFormat, print_data};
 use olmkit_bundle::generate::project::{ProjectConfig, parse_project};
@@ -19,15 +20,12 @@ use olmkit_bundle::generate::{
     FileLayout, GenerateInputs, GenerateOptions, Improvement, Improvements, Settings,
     generate_bundle_with,
 };
-use olmkit_bundle::load::{
-    InputDocument, LoadManifestsError, load_manifest_dir, load_manifest_stream,
-};
+use olmkit_bundle::load::{InputDocument, load_manifest_dir, load_manifest_stream};
 use olmkit_bundle::write;
 use olmkit_core::docs::to_yaml;
 use olmkit_core::{epoch, fsio};
-use std::io::{IsTerminal, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Subcommands of `bundle-tool generate`.
 // Parsed once per process; boxing the larger variant would buy nothing.
@@ -49,26 +47,6 @@ pub struct CrdsArgs {
     /// Directory to write the CRD into.
     #[arg(long, default_value = "config/crd/bases", value_name = "DIR")]
     pub output_dir: PathBuf,
-}
-
-/// Where a bundle's inputs come from (shared by `generate bundle` and `release`).
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct InputArgs {
-    /// The operator's manifests: a directory of YAML/JSON, a file, or `-` for stdin (e.g.
-    /// `kubectl kustomize config/manifests | bundle-tool generate bundle --manifests -`).
-    #[arg(long, value_name = "DIR|FILE|-", conflicts_with = "kustomize")]
-    pub manifests: Option<String>,
-    /// Run `kubectl kustomize DIR` and use its output [default: config/manifests when it
-    /// exists and --manifests is not given].
-    #[arg(long, value_name = "DIR")]
-    pub kustomize: Option<PathBuf>,
-    /// Base CSV with the hand-written content, when it is not in the manifests.
-    #[arg(long, value_name = "FILE")]
-    pub base_csv: Option<PathBuf>,
-    /// Directory of sample custom resources for alm-examples (in addition to those in the
-    /// manifests).
-    #[arg(long, value_name = "DIR")]
-    pub samples: Option<PathBuf>,
 }
 
 /// File layout of `generate bundle`.
@@ -199,101 +177,6 @@ fn crds(a: &CrdsArgs) -> Result<(), CmdError> {
         .user_hint("check that the output directory is writable")?;
     eprintln!("wrote {}", path.display());
     Ok(())
-}
-
-fn load_error(e: LoadManifestsError) -> CmdError {
-    let hint = match &e {
-        LoadManifestsError::Read { .. } => "check the path",
-        LoadManifestsError::Empty(_) => "point --manifests at the directory holding the YAML",
-        _ => "fix the document, or regenerate it with `kubectl kustomize config/manifests`",
-    };
-    CmdError::user(e).hint(hint)
-}
-
-fn kustomize(dir: &Path, g: &GlobalArgs) -> Result<Vec<InputDocument>, CmdError> {
-    let bar = crate::output::spinner(g, &format!("kubectl kustomize {}", dir.display()));
-    let out = Command::new("kubectl").arg("kustomize").arg(dir).output();
-    bar.finish_and_clear();
-    let out = match out {
-        Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(CmdError::msg("cannot run `kubectl kustomize`: kubectl is not installed")
-                .hint("install kubectl, or pipe the manifests: `kustomize build DIR | bundle-tool generate bundle --manifests -`"));
-        }
-        Err(e) => {
-            return Err(CmdError::unexpected(anyhow::anyhow!(
-                "cannot run kubectl: {e}"
-            )));
-        }
-    };
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        return Err(CmdError::msg(format!(
-            "`kubectl kustomize {}` failed: {}",
-            dir.display(),
-            stderr.trim()
-        ))
-        .hint("fix the kustomization; `kubectl kustomize DIR` shows the same error"));
-    }
-    let source = format!("kustomize {}", dir.display());
-    load_manifest_stream(&source, &out.stdout).map_err(load_error)
-}
-
-fn read_manifests(a: &InputArgs, g: &GlobalArgs) -> Result<Vec<InputDocument>, CmdError> {
-    if let Some(dir) = &a.kustomize {
-        return kustomize(dir, g);
-    }
-    match a.manifests.as_deref() {
-        Some("-") => read_stdin(),
-        Some(path) => load_manifest_dir(Path::new(path)).map_err(load_error),
-        None if Path::new("config/manifests").is_dir() => {
-            kustomize(Path::new("config/manifests"), g)
-        }
-        None if !std::io::stdin().is_terminal() => read_stdin(),
-        None => Err(CmdError::msg("no manifests given").hint(
-            "pass --kustomize config/manifests, --manifests DIR, or pipe them with --manifests -",
-        )),
-    }
-}
-
-/// Reads the manifests, base CSV and samples named by `a`.
-pub(crate) fn load_inputs(a: &InputArgs, g: &GlobalArgs) -> Result<GenerateInputs, CmdError> {
-    let manifests = read_manifests(a, g)?;
-    let base_csv = match &a.base_csv {
-        Some(p) => {
-            let mut docs = load_manifest_dir(p).map_err(load_error)?;
-            if docs.len() != 1 {
-                return Err(CmdError::msg(format!(
-                    "{}: expected exactly one ClusterServiceVersion document, found {}",
-                    p.display(),
-                    docs.len()
-                )));
-            }
-            docs.pop()
-        }
-        None => None,
-    };
-    let samples = match &a.samples {
-        Some(d) => load_manifest_dir(d).map_err(load_error)?,
-        None => Vec::new(),
-    };
-    Ok(GenerateInputs {
-        manifests,
-        base_csv,
-        samples,
-    })
-}
-
-fn read_stdin() -> Result<Vec<InputDocument>, CmdError> {
-    let mut buf = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut buf)
-        .map_err(|e| CmdError::user(anyhow::anyhow!("cannot read stdin: {e}")))?;
-    if buf.iter().all(u8::is_ascii_whitespace) {
-        return Err(CmdError::msg("<stdin>: no manifests (empty input)")
-            .hint("pipe the operator's manifests, e.g. `kubectl kustomize config/manifests | bundle-tool generate bundle --version X --manifests -`"));
-    }
-    load_manifest_stream("<stdin>", &buf).map_err(load_error)
 }
 
 /// Whether stdin is a pipe (operator-sdk's `genutil.IsPipeReader`: a FIFO, not a terminal,

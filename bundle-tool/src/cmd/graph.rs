@@ -6,7 +6,7 @@ use crate::output::{GlobalArgs, print_data};
 use clap::ValueEnum;
 use olmkit_catalog::declcfg::{LoadOptions, load_dir};
 use olmkit_catalog::graph::{PackageGraph, package_graphs};
-use olmkit_catalog::graph_render::{GraphFormat, render};
+use olmkit_catalog::graph_draw::{GraphFormat, render};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 

@@ -8,27 +8,25 @@
 //! inputs and its errors to exit codes (1: bad input, credentials, names, unreachable registry;
 //! 2: everything else).
 
+use crate::cmd::common::registry::{
+    RegistryArgs, build_err, build_time, existing_tag, human_size, layout_err, push_image,
+    remote_options,
+};
 use crate::exit::{CmdError, ResultExt};
-use crate::output::{GlobalArgs, OutputFormat, print_data, progress, spinner};
-use olmkit_image::auth::{AuthSources, ENV_PASSWORD, ENV_USERNAME};
-use olmkit_image::build::{BuildImageError, Image, Platform};
+use crate::output::{GlobalArgs, OutputFormat, print_data, spinner};
+use olmkit_image::build::{Image, Platform};
 use olmkit_image::dockerfile::{CatalogBase, CatalogDockerfile, catalog_dockerfile};
 use olmkit_image::images::{
     BundleImageInputs, CatalogImageInputs, CatalogServer, HealthProbe, OciLabels,
     OperatorImageInputs, build_bundle_image, build_catalog_image, build_operator_image,
 };
 use olmkit_image::inspect::{ImageInfo, InspectImageError, inspect_layout, inspect_remote};
-use olmkit_image::layout::{WriteLayoutError, read_from_layout, write_to_layout};
-use olmkit_image::push::{
-    ExistingTag, PushImageError, PushOptions, PushReport, RegistryOperation, push_with, tag_digest,
-};
-use olmkit_image::remote::{RemoteEvent, RemoteOptions, RetryPolicy, parse_reference};
+use olmkit_image::layout::{read_from_layout, write_to_layout};
+use olmkit_image::remote::parse_reference;
 use olmkit_image::tree::Owner;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
 
 /// Subcommands of `bundle-tool image`.
 // Parsed once per process; boxing the larger variant would buy nothing.
@@ -56,31 +54,6 @@ pub enum BuildCommand {
     Bundle(BundleArgs),
     /// A catalog image: the File-Based Catalog at /configs, served by a static catalog server.
     Catalog(CatalogArgs),
-}
-
-/// Registry connection options.
-#[derive(clap::Args, Debug, Clone)]
-pub struct RegistryArgs {
-    /// Talk plain HTTP to the registry (a local registry without TLS).
-    #[arg(long)]
-    pub insecure: bool,
-    /// Registry user name; the password comes from BUNDLE_TOOL_REGISTRY_PASSWORD or
-    /// --password-stdin. Without it, Docker/podman credential files are used.
-    #[arg(long, env = "BUNDLE_TOOL_REGISTRY_USERNAME")]
-    pub username: Option<String>,
-    /// Read the registry password from standard input.
-    #[arg(long, requires = "username")]
-    pub password_stdin: bool,
-    /// Attempts per registry operation when it fails transiently (connection refused or
-    /// reset, 5xx, 429).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub retries: u32,
-    /// Wait before the first retry (doubles each time, at most 8 s), e.g. `500ms`, `2s`.
-    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
-    pub retry_backoff: Duration,
-    /// TCP connect timeout, e.g. `10s`.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    pub connect_timeout: Duration,
 }
 
 /// Where a built image goes.
@@ -348,25 +321,6 @@ pub struct CatalogDockerfileArgs {
     pub output: PathBuf,
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, mul) = if let Some(n) = s.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = s.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (s, 1.0)
-    };
-    num.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .map(|v| Duration::from_secs_f64(v * mul))
-        .ok_or_else(|| format!("{s:?} is not a duration (e.g. 500ms, 2s, 1m)"))
-}
-
 fn parse_owner(s: &str) -> Result<Owner, String> {
     let (u, g) = s.split_once(':').unwrap_or((s, s));
     match (u.parse::<u64>(), g.parse::<u64>()) {
@@ -375,77 +329,8 @@ fn parse_owner(s: &str) -> Result<Owner, String> {
     }
 }
 
-pub(crate) fn build_time(created: Option<&str>) -> Result<jiff::Timestamp, CmdError> {
-    let hint = "use `now`, seconds since 1970 (e.g. 1700000000) or RFC 3339 (2024-01-02T03:04:05Z)";
-    match created {
-        Some("now") => Ok(jiff::Timestamp::now()),
-        Some(s) => {
-            if let Ok(ts) = olmkit_core::epoch::parse_epoch(s) {
-                Ok(ts)
-            } else {
-                s.parse::<jiff::Timestamp>()
-                    .map_err(|e| CmdError::msg(format!("--created {s:?}: {e}")).hint(hint))
-            }
-        }
-        None => Ok(olmkit_core::epoch::source_date_epoch()
-            .user_hint("unset SOURCE_DATE_EPOCH or set it to seconds since 1970")?
-            .unwrap_or(jiff::Timestamp::UNIX_EPOCH)),
-    }
-}
-
 fn platform(s: &str) -> Result<Platform, CmdError> {
     Platform::parse(s).map_err(build_err)
-}
-
-pub(crate) fn build_err(e: BuildImageError) -> CmdError {
-    let user = e.is_user_error();
-    let hint = match &e {
-        BuildImageError::Binary { .. } => {
-            Some("build static binaries with hack/build-static.sh (glibc static-pie)")
-        }
-        BuildImageError::Bundle(_) => {
-            Some("generate the bundle with `bundle-tool generate bundle`")
-        }
-        _ => None,
-    };
-    let mut err = if user {
-        CmdError::user(e)
-    } else {
-        CmdError::unexpected(e)
-    };
-    if let Some(h) = hint {
-        err = err.hint(h);
-    }
-    err
-}
-
-pub(crate) fn layout_err(e: WriteLayoutError) -> CmdError {
-    match e {
-        WriteLayoutError::NotALayout { .. } => CmdError::user(e)
-            .hint("pass --layout with a new or empty directory, or an existing OCI layout"),
-        WriteLayoutError::InvalidRefName { .. } => {
-            CmdError::user(e).hint("names look like quay.io/example/operator:v1.0.0 or v1.0.0")
-        }
-        other => CmdError::unexpected(other),
-    }
-}
-
-fn push_err(e: PushImageError) -> CmdError {
-    let user = e.is_user_error();
-    let hints = e.hints();
-    let mut err = if user {
-        CmdError::user(e)
-    } else {
-        CmdError::unexpected(e)
-    };
-    if let CmdError::User { hints: h, .. } = &mut err {
-        h.extend(hints);
-    } else {
-        for h in hints {
-            eprintln!("hint: {h}");
-        }
-    }
-    err
 }
 
 fn inspect_err(e: InspectImageError) -> CmdError {
@@ -460,138 +345,6 @@ fn inspect_err(e: InspectImageError) -> CmdError {
         h.extend(hints);
     }
     err
-}
-
-fn remote_options(
-    args: &RegistryArgs,
-    g: &GlobalArgs,
-) -> Result<(RemoteOptions, indicatif::ProgressBar), CmdError> {
-    let mut auth = AuthSources::from_env().user_hint(format!(
-        "set both {ENV_USERNAME} and {ENV_PASSWORD}, or neither"
-    ))?;
-    if args.password_stdin {
-        // Read once per process: a release checks and pushes several images, and a second
-        // read of stdin would find it empty.
-        static PASSWORD: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
-        let pw = PASSWORD
-            .get_or_init(|| {
-                let mut pw = String::new();
-                std::io::Read::read_to_string(&mut std::io::stdin(), &mut pw)
-                    .map(|_| pw.trim_end_matches(['\n', '\r']).to_string())
-                    .map_err(|e| e.to_string())
-            })
-            .clone()
-            .map_err(|e| {
-                CmdError::msg(format!("--password-stdin: cannot read standard input: {e}"))
-                    .hint("pipe the password into --password-stdin")
-            })?;
-        if pw.is_empty() {
-            return Err(CmdError::msg("--password-stdin: standard input is empty"));
-        }
-        auth.explicit = Some((args.username.clone().unwrap_or_default(), pw));
-    } else if let Some(user) = &args.username {
-        match std::env::var(ENV_PASSWORD) {
-            Ok(pw) if !pw.is_empty() => auth.explicit = Some((user.clone(), pw)),
-            _ => {
-                return Err(CmdError::msg(format!(
-                    "--username {user} needs a password: set {ENV_PASSWORD} or use --password-stdin"
-                )));
-            }
-        }
-    }
-    let bar = progress(g, 0, "pushing");
-    let sink_bar = bar.clone();
-    let events = Arc::new(move |e: RemoteEvent| match e {
-        RemoteEvent::BlobDone { .. } => sink_bar.inc(1),
-        RemoteEvent::Retrying {
-            action,
-            attempt,
-            delay,
-            ..
-        } => sink_bar.set_message(format!(
-            "{action}: attempt {attempt} failed, retrying in {delay:?}"
-        )),
-    });
-    Ok((
-        RemoteOptions {
-            insecure: args.insecure,
-            auth,
-            retry: RetryPolicy {
-                attempts: args.retries,
-                initial_backoff: args.retry_backoff,
-                max_backoff: Duration::from_secs(8).max(args.retry_backoff),
-            },
-            connect_timeout: args.connect_timeout,
-            read_timeout: Duration::from_secs(120),
-            events: Some(events),
-        },
-        bar,
-    ))
-}
-
-/// `--force` as the push policy for a tag that already names other content.
-pub(crate) fn existing_tag(force: bool) -> ExistingTag {
-    if force {
-        ExistingTag::Overwrite
-    } else {
-        ExistingTag::Refuse
-    }
-}
-
-/// Checks, without pushing, that `image` may go to `target`: the tag is free or already names
-/// this image (then the push changes nothing). Lets a command that pushes several images
-/// refuse before the first one moves a tag.
-pub(crate) async fn check_tag_free(
-    image: &Image,
-    target: &str,
-    args: &RegistryArgs,
-    g: &GlobalArgs,
-) -> Result<(), CmdError> {
-    let reference = parse_reference(target)
-        .user_hint("references look like registry.example.com/team/image:tag")?;
-    if reference.digest().is_some() {
-        return Ok(());
-    }
-    let (remote, bar) = remote_options(args, g)?;
-    bar.finish_and_clear();
-    match tag_digest(&reference, &remote, RegistryOperation::Push)
-        .await
-        .map_err(push_err)?
-    {
-        Some(d) if d != image.digest().to_string() => Err(push_err(PushImageError::TagExists {
-            reference: reference.whole(),
-            existing: d,
-            ours: image.digest().clone(),
-        })),
-        _ => Ok(()),
-    }
-}
-
-pub(crate) async fn push_image(
-    image: &Image,
-    target: &str,
-    args: &RegistryArgs,
-    existing: ExistingTag,
-    g: &GlobalArgs,
-) -> Result<PushReport, CmdError> {
-    let reference = parse_reference(target)
-        .user_hint("references look like registry.example.com/team/image:tag")?;
-    let (remote, bar) = remote_options(args, g)?;
-    bar.set_length(image.blobs().count() as u64);
-    bar.set_message(format!("pushing {}", reference.whole()));
-    let result = push_with(image, &reference, &PushOptions { remote }, existing).await;
-    bar.finish_and_clear();
-    result.map_err(push_err)
-}
-
-pub(crate) fn human_size(bytes: u64) -> String {
-    if bytes >= 1 << 20 {
-        format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
-    } else if bytes >= 1 << 10 {
-        format!("{:.1} KiB", bytes as f64 / 1024.0)
-    } else {
-        format!("{bytes} B")
-    }
 }
 
 async fn finish_build(
@@ -879,11 +632,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_and_owners() {
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
-        assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
-        assert!(parse_duration("fast").is_err());
+    fn owners() {
         assert_eq!(
             parse_owner("1001").unwrap(),
             Owner {

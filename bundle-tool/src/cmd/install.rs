@@ -1,18 +1,15 @@
 //! `bundle-tool install`: install an operator through OLM v0 (CatalogSource, OperatorGroup,
 //! Subscription, then wait for the CSV) or OLM v1 (`--olm-v1`: ClusterCatalog, ClusterExtension
 //! and the installer ServiceAccount with its RBAC), or print those manifests (`--print`).
-//!
-//! Also home of what the cluster commands share: kubeconfig flags, loading the local catalog,
-//! printing progress events and turning an outcome into an exit code.
 
+use crate::cmd::common::cluster::{
+    ClusterArgs, WaitArgs, cluster_err, event_printer, load_catalog, olm_missing, report_outcome,
+};
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, print_data, spinner};
 use clap::ValueEnum;
 use olmkit_cluster::catalog_view::PackageView;
-use olmkit_cluster::client::{Cluster, ClusterError, ClusterOptions, OlmMissingError};
-use olmkit_cluster::install::{
-    Event, InstallError, InstallRequest, Outcome, WaitSettings, install, plan_install,
-};
+use olmkit_cluster::install::{InstallError, InstallRequest, Outcome, install, plan_install};
 use olmkit_cluster::install_mode::OperatorGroupMode;
 use olmkit_cluster::manifests::{Approval, render_yaml};
 use olmkit_cluster::names::parse_go_duration;
@@ -22,63 +19,6 @@ use olmkit_cluster::olmv1::resolve::{bundle_roots, choose_bundle, find_bundle_di
 use olmkit_cluster::olmv1::support::check_olmv1_support;
 use olmkit_cluster::olmv1::{BundleFacts, ReadBundleFactsError};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-/// Where the cluster is (shared by install, status, upgrade and approve).
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct ClusterArgs {
-    /// Kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster).
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context to use.
-    #[arg(long)]
-    pub context: Option<String>,
-}
-
-impl ClusterArgs {
-    pub(crate) async fn connect(&self) -> Result<Cluster, CmdError> {
-        Cluster::connect(&ClusterOptions {
-            kubeconfig: self.kubeconfig.clone(),
-            context: self.context.clone(),
-        })
-        .await
-        .user_hint("pass --kubeconfig FILE or --context NAME, or set KUBECONFIG")
-    }
-}
-
-/// How long to wait for OLM (shared).
-#[derive(clap::Args, Debug, Clone)]
-pub struct WaitArgs {
-    /// Give up waiting for OLM after this long (Go duration: 90s, 10m, 1h).
-    #[arg(long, default_value = "10m", value_parser = duration)]
-    pub timeout: Duration,
-    /// Time between two looks at the cluster while waiting.
-    #[arg(long, default_value = "1s", value_parser = duration, hide = true)]
-    pub poll_interval: Duration,
-    /// How long a CSV must stay Succeeded before the wait ends (OLM often moves a CSV that
-    /// just succeeded back to Pending for a reinstall or certificate rotation).
-    #[arg(long, default_value = "5s", value_parser = duration, hide = true)]
-    pub settle: Duration,
-    /// How long OLM may report that an error prevents resolution (typically an unreachable
-    /// catalog, which OLM keeps retrying) before the command gives up (Go duration).
-    #[arg(long, default_value = "2m", value_parser = duration, value_name = "DURATION")]
-    pub resolution_grace: Duration,
-}
-
-impl WaitArgs {
-    pub(crate) fn settings(&self) -> WaitSettings {
-        WaitSettings {
-            timeout: self.timeout,
-            poll_interval: self.poll_interval.max(Duration::from_millis(20)),
-            settle: self.settle,
-            resolution_grace: self.resolution_grace,
-        }
-    }
-}
-
-fn duration(s: &str) -> Result<Duration, String> {
-    parse_go_duration("duration", s).map_err(|e| e.reason)
-}
 
 /// InstallPlan approval.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -195,53 +135,6 @@ pub struct Args {
     pub cluster: ClusterArgs,
 }
 
-/// Loads `package` from `--catalog-dir`, or from ./catalog when it exists. A missing default
-/// catalog is not an error; a broken or explicitly named one is.
-pub(crate) fn load_catalog(
-    dir: Option<&Path>,
-    package: &str,
-) -> Result<Option<PackageView>, CmdError> {
-    let (dir, explicit) = match dir {
-        Some(d) => (d.to_path_buf(), true),
-        None => (PathBuf::from("catalog"), false),
-    };
-    if !explicit && !dir.is_dir() {
-        eprintln!(
-            "note: no local catalog (./catalog does not exist; pass --catalog-dir): channels, install modes and upgrade paths are not checked beforehand"
-        );
-        return Ok(None);
-    }
-    PackageView::load(&dir, package)
-        .map(Some)
-        .user_hint("pass --catalog-dir with the catalog the image was built from")
-}
-
-pub(crate) fn cluster_err(e: ClusterError) -> CmdError {
-    let hint = e.hint();
-    if e.is_user_error() {
-        let mut err = CmdError::user(e);
-        if let Some(h) = hint {
-            err = err.hint(h);
-        }
-        return err;
-    }
-    // Unexpected errors carry no hint lines, so the advice goes into the message.
-    match hint {
-        Some(h) => CmdError::unexpected(anyhow::Error::new(e).context(h)),
-        None => CmdError::unexpected(e),
-    }
-}
-
-pub(crate) fn olm_missing(e: OlmMissingError) -> CmdError {
-    match e {
-        OlmMissingError::Cluster(c) => cluster_err(c),
-        other => {
-            let hint = other.hint();
-            CmdError::user(other).hint(hint)
-        }
-    }
-}
-
 pub(crate) fn install_err(e: InstallError) -> CmdError {
     match e {
         InstallError::Plan(p) => {
@@ -254,103 +147,6 @@ pub(crate) fn install_err(e: InstallError) -> CmdError {
         }
         InstallError::OlmMissing(m) => olm_missing(m),
         InstallError::Cluster(c) => cluster_err(c),
-    }
-}
-
-/// Prints progress events on stderr (next to a spinner when stderr is a terminal).
-pub(crate) fn event_printer(bar: &indicatif::ProgressBar) -> impl FnMut(Event<'_>) + '_ {
-    move |e| {
-        let line = match e {
-            Event::Note(n) => n.to_string(),
-            Event::Applied(what) => format!("applied {what}"),
-            Event::Progress(p) => p.to_string(),
-        };
-        bar.suspend(|| eprintln!("{line}"));
-        if let Event::Progress(p) = e {
-            bar.set_message(p.to_string());
-        }
-    }
-}
-
-/// Turns a final outcome into stdout/stderr output and an exit code. `what` names the action
-/// (`install`, `upgrade`, `approval`).
-pub(crate) async fn report_outcome(
-    outcome: Outcome,
-    what: &str,
-    cluster: &Cluster,
-    namespace: &str,
-) -> Result<(), CmdError> {
-    match outcome {
-        Outcome::Installed { csv } => {
-            eprintln!(
-                "{what} complete: {csv} is installed (phase Succeeded) in namespace {namespace}"
-            );
-            if let Some(table) = olmkit_cluster::status::csv_table_of(cluster, namespace, &csv)
-                .await
-                .map_err(cluster_err)?
-            {
-                print_data(&table).unexpected_err()?;
-            }
-            Ok(())
-        }
-        Outcome::Unchanged { csv } => {
-            if csv.is_empty() {
-                eprintln!("{what} done: nothing is installed yet");
-            } else {
-                eprintln!("{what} done: {csv} stays installed (no upgrade to perform)");
-            }
-            Ok(())
-        }
-        Outcome::AwaitingApproval { install_plan, csvs } => {
-            eprintln!(
-                "InstallPlan {install_plan} waits for approval to install {}",
-                csvs.join(", ")
-            );
-            eprintln!(
-                "next: bundle-tool approve --install-plan {install_plan} --namespace {namespace}"
-            );
-            Ok(())
-        }
-        Outcome::Failed(f) => {
-            let mut msg = f.summary.clone();
-            for d in &f.details {
-                msg.push_str("\n  ");
-                msg.push_str(d);
-            }
-            let mut err = CmdError::msg(msg);
-            for h in f.hints {
-                err = err.hint(h);
-            }
-            Err(err)
-        }
-        Outcome::TimedOut {
-            after,
-            last_seen,
-            hints,
-        } => {
-            let mut msg = format!(
-                "{what} did not finish within {}; last seen:",
-                humanize(after)
-            );
-            for l in &last_seen {
-                msg.push_str("\n  ");
-                msg.push_str(l);
-            }
-            let mut err = CmdError::msg(msg);
-            for h in hints {
-                err = err.hint(h);
-            }
-            Err(err.hint("rerun with a longer --timeout if OLM is just slow"))
-        }
-    }
-}
-
-fn humanize(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s >= 60.0 && s.fract() == 0.0 && (s as u64).is_multiple_of(60) {
-        format!("{}m", s as u64 / 60)
-    } else {
-        format!("{s}s")
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod approve;
 pub mod catalog;
+pub mod common;
 pub mod explain;
 pub mod generate;
 pub mod graph;

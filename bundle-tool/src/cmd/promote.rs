@@ -1,11 +1,12 @@
 //! `bundle-tool promote`: add an already released bundle to another channel without breaking
 //! that channel's graph, atomically.
 
+use crate::cmd::common::fbc::change_json;
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, OutputFormat, print_data};
-use olmkit_catalog::layout::{CatalogDir, write_package_update};
-use olmkit_catalog::release::{Change, Outcome, PlanReleaseError, ReleasePlan, plan_promote};
-use serde_json::{Value, json};
+use olmkit_catalog::catalog_dir::{CatalogDir, write_package_update};
+use olmkit_catalog::release::{Outcome, PlanReleaseError, ReleasePlan, plan_promote};
+use serde_json::json;
 use std::path::PathBuf;
 
 /// Arguments of `bundle-tool promote`.
@@ -58,41 +59,6 @@ fn plan_err(e: PlanReleaseError, args: &Args) -> CmdError {
     hints
         .into_iter()
         .fold(CmdError::user(e), |err, h| err.hint(h))
-}
-
-/// One [`Change`] as JSON, tagged by `op` (the verb of its text line).
-pub(crate) fn change_json(c: &Change) -> Value {
-    match c {
-        Change::AddPackage(p) => json!({
-            "op": "addPackage",
-            "package": p.name,
-            "defaultChannel": p.default_channel,
-        }),
-        Change::SetDefaultChannel { package, from, to } => json!({
-            "op": "setDefaultChannel",
-            "package": package,
-            "from": from,
-            "to": to,
-        }),
-        Change::AddBundle(b) => json!({ "op": "addBundle", "bundle": b.name, "image": b.image }),
-        Change::AddChannel(ch) => json!({
-            "op": "addChannel",
-            "channel": ch.name,
-            "entries": ch.entries,
-        }),
-        Change::AddEntry {
-            channel,
-            entry,
-            old_head,
-            ..
-        } => json!({
-            "op": "addEntry",
-            "channel": channel,
-            "entry": entry,
-            "oldHead": old_head,
-            "newHead": entry.name,
-        }),
-    }
 }
 
 /// The plan as JSON; `result` is the validation of the package after the change, as in the

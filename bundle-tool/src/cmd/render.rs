@@ -2,6 +2,7 @@
 //! templates to File-Based Catalog blobs on stdout, like `opm render` and
 //! `opm alpha render-template`.
 
+use crate::cmd::common::fbc::FbcFormat;
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, print_data};
 use clap::ValueEnum;
@@ -9,28 +10,6 @@ use olmkit_catalog::declcfg::{self, DeclarativeConfig, LoadOptions, WriteFormat}
 use olmkit_catalog::render::{ImageRefTemplate, RenderOptions, render_bundle};
 use olmkit_catalog::template::{self, BundlesByImage};
 use std::path::{Path, PathBuf};
-
-/// Output format of rendered blobs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum FbcFormat {
-    /// opm's JSON (4-space indent).
-    #[default]
-    Json,
-    /// opm's YAML (`---` separated, keys sorted).
-    Yaml,
-    /// One compact JSON object per line (catalogd's form).
-    Jsonl,
-}
-
-impl From<FbcFormat> for WriteFormat {
-    fn from(f: FbcFormat) -> Self {
-        match f {
-            FbcFormat::Json => WriteFormat::Json,
-            FbcFormat::Yaml => WriteFormat::Yaml,
-            FbcFormat::Jsonl => WriteFormat::JsonLines,
-        }
-    }
-}
 
 /// Arguments of `bundle-tool render`.
 #[derive(clap::Args, Debug)]
@@ -213,7 +192,7 @@ fn bundle_source(args: &Args, opts: &RenderOptions) -> Result<BundlesByImage, Cm
     if !args.bundles.is_empty() {
         let t = required_template(args)?;
         for d in &args.bundles {
-            let dirs = olmkit_catalog::layout::find_bundle_dirs(d).map_err(|e| {
+            let dirs = olmkit_catalog::catalog_dir::find_bundle_dirs(d).map_err(|e| {
                 CmdError::msg(format!("cannot read {}: {e}", d.display())).hint(BUNDLES_HINT)
             })?;
             if dirs.is_empty() {

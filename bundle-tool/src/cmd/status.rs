@@ -2,7 +2,7 @@
 //! each Subscription's channel and next upgrade (from OLM, or from the local catalog), and the
 //! namespace's OperatorGroups (several of them stop OLM without a word on the Subscription).
 
-use crate::cmd::install::{ClusterArgs, cluster_err};
+use crate::cmd::common::cluster::{ClusterArgs, cluster_err, olm_missing};
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, OutputFormat, print_data};
 use olmkit_cluster::catalog_view::CatalogView;
@@ -42,10 +42,7 @@ pub async fn run(args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
         None => None,
     };
     let cluster = args.cluster.connect().await?;
-    cluster
-        .check_olm_v0()
-        .await
-        .map_err(crate::cmd::install::olm_missing)?;
+    cluster.check_olm_v0().await.map_err(olm_missing)?;
     let namespace = if args.all_namespaces {
         None
     } else {

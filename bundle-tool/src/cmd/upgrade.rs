@@ -1,15 +1,14 @@
 //! `bundle-tool upgrade`: switch a Subscription to another channel, after saying from the local
 //! catalog which CSV the switch leads to (and refusing a switch that would do nothing).
 //!
-//! With `-o json`, stdout gets what was predicted and done instead of the CSV table; this
-//! module also holds the JSON pieces `approve` shares.
+//! With `-o json`, stdout gets what was predicted and done instead of the CSV table.
 
-use crate::cmd::install::{
-    ClusterArgs, WaitArgs, cluster_err, event_printer, load_catalog, olm_missing, report_outcome,
+use crate::cmd::common::cluster::{
+    ClusterArgs, WaitArgs, change_err, cluster_err, event_printer, finish, load_catalog, non_empty,
+    olm_missing, outcome_json, print_json,
 };
-use crate::exit::{CmdError, ResultExt};
-use crate::output::{GlobalArgs, OutputFormat, print_data, spinner};
-use olmkit_cluster::client::Cluster;
+use crate::exit::CmdError;
+use crate::output::{GlobalArgs, OutputFormat, spinner};
 use olmkit_cluster::install::Outcome;
 use olmkit_cluster::olm::{Subscription, subscription_resource};
 use olmkit_cluster::upgrade::{
@@ -47,21 +46,6 @@ pub struct Args {
     pub wait: WaitArgs,
     #[command(flatten)]
     pub cluster: ClusterArgs,
-}
-
-pub(crate) fn change_err(e: ChangeError) -> CmdError {
-    match e {
-        ChangeError::Plan(p) => {
-            let hint = p.hint();
-            let mut err = CmdError::user(p);
-            if let Some(h) = hint {
-                err = err.hint(h);
-            }
-            err
-        }
-        ChangeError::OlmMissing(m) => olm_missing(m),
-        ChangeError::Cluster(c) => cluster_err(c),
-    }
 }
 
 fn confirm(yes: bool) -> impl FnMut(&SwitchPlan) -> bool {
@@ -171,64 +155,4 @@ fn switch_json(plan: &SwitchPlan, outcome: Option<&Outcome>) -> Value {
         "applied": outcome.is_some(),
         "outcome": outcome.map(outcome_json),
     })
-}
-
-fn non_empty(s: &str) -> Option<&str> {
-    (!s.is_empty()).then_some(s)
-}
-
-/// How a live change ended, as JSON (`result` names the case).
-pub(crate) fn outcome_json(o: &Outcome) -> Value {
-    match o {
-        Outcome::Installed { csv } => json!({ "result": "installed", "csv": csv }),
-        Outcome::Unchanged { csv } => json!({ "result": "unchanged", "csv": non_empty(csv) }),
-        Outcome::AwaitingApproval { install_plan, csvs } => json!({
-            "result": "awaitingApproval",
-            "installPlan": install_plan,
-            "csvs": csvs,
-        }),
-        Outcome::Failed(f) => json!({
-            "result": "failed",
-            "summary": f.summary,
-            "details": f.details,
-            "hints": f.hints,
-        }),
-        Outcome::TimedOut {
-            after,
-            last_seen,
-            hints,
-        } => json!({
-            "result": "timedOut",
-            "afterSeconds": after.as_secs_f64(),
-            "lastSeen": last_seen,
-            "hints": hints,
-        }),
-    }
-}
-
-pub(crate) fn print_json(v: &Value) -> Result<(), CmdError> {
-    let mut s = serde_json::to_string_pretty(v).unexpected_err()?;
-    s.push('\n');
-    print_data(&s).unexpected_err()
-}
-
-/// Ends a live change: `report_outcome` for text. With JSON on stdout already, the CSV table
-/// `report_outcome` prints for an installed CSV would corrupt it, so that case only gets its
-/// stderr line; the other cases print to stderr only and keep their exit codes.
-pub(crate) async fn finish(
-    outcome: Outcome,
-    what: &str,
-    cluster: &Cluster,
-    namespace: &str,
-    format: OutputFormat,
-) -> Result<(), CmdError> {
-    match (format, outcome) {
-        (OutputFormat::Json, Outcome::Installed { csv }) => {
-            eprintln!(
-                "{what} complete: {csv} is installed (phase Succeeded) in namespace {namespace}"
-            );
-            Ok(())
-        }
-        (_, o) => report_outcome(o, what, cluster, namespace).await,
-    }
 }

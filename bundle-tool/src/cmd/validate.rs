@@ -2,7 +2,7 @@
 //! plus the install-time checks OLM would fail on and, with `--previous`, CRD upgrade safety.
 //!
 //! The optional `suite=olm-v1` adds what OLM v1 (operator-controller) would reject or need
-//! configured for each bundle (olmkit-cluster's support check, the one `install --olm-v1` runs).
+//! configured for each bundle (the bundle crate's OLM v1 checks, the same ones `install --olm-v1` runs).
 //!
 //! Every bundle is loaded first (a bundle that cannot be read becomes a `bundle-load` finding
 //! and the others are still checked), then validated; the report goes to stdout as text or
@@ -38,18 +38,6 @@ pub struct Args {
     /// Report format on stdout.
     #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
-}
-
-/// What OLM v1 would reject (errors) or need configured (warnings) to install `bundle`; files
-/// relative to the bundle directory, like every other finding.
-pub(crate) fn olm_v1_findings(bundle: &olmkit_bundle::Bundle) -> Vec<Finding> {
-    use olmkit_cluster::olmv1::BundleFacts;
-    use olmkit_cluster::olmv1::support::check_olmv1_support;
-    match BundleFacts::from_bundle_dir(bundle) {
-        Ok(facts) => check_olmv1_support(&facts).findings,
-        // The default suite already reports why the bundle cannot be read.
-        Err(_) => Vec::new(),
-    }
 }
 
 /// Runs the command.
@@ -143,13 +131,15 @@ fn validate(args: &Args, g: &GlobalArgs) -> Result<(), CmdError> {
     };
     let bar = crate::output::progress(g, args.bundle_dirs.len() as u64, "validating bundles");
     let mut report = Report::new();
+    let mut checked = Checked::default();
     for dir in &args.bundle_dirs {
         let shown = dir.display().to_string();
         match load_bundle_dir(dir) {
             Ok(bundle) => {
+                checked.add(&bundle);
                 let mut r = validate_bundle(&bundle, previous.as_ref(), &options);
                 if olm_v1 {
-                    r.extend(olm_v1_findings(&bundle));
+                    r.extend(olmkit_catalog::olmv1::bundle_findings(&bundle));
                 }
                 report.extend(r.findings.into_iter().map(|mut f| {
                     f.file = Some(match f.file.take() {
@@ -171,6 +161,10 @@ fn validate(args: &Args, g: &GlobalArgs) -> Result<(), CmdError> {
     }
     bar.finish_and_clear();
     report.normalize();
+    eprintln!(
+        "{}",
+        checked.summary(&options, olm_v1, args.previous.as_deref())
+    );
     let text = match args.output {
         OutputFormat::Text => report.render_text(),
         OutputFormat::Json => report.render_json(),
@@ -180,5 +174,65 @@ fn validate(args: &Args, g: &GlobalArgs) -> Result<(), CmdError> {
         Err(CmdError::Reported)
     } else {
         Ok(())
+    }
+}
+
+/// What one `validate` run looked at, for the one-line summary on stderr (the report itself is
+/// the data on stdout): which bundles, how many manifests, which suites and rules.
+#[derive(Default)]
+struct Checked {
+    bundles: Vec<String>,
+    manifests: usize,
+}
+
+impl Checked {
+    fn add(&mut self, bundle: &olmkit_bundle::Bundle) {
+        self.manifests += bundle.manifests.len();
+        self.bundles
+            .push(match (bundle.package(), bundle.version()) {
+                (Some(p), Some(v)) => format!("{p} {v}"),
+                _ => bundle.root.display().to_string(),
+            });
+    }
+
+    fn summary(
+        &self,
+        options: &ValidateOptions,
+        olm_v1: bool,
+        previous: Option<&std::path::Path>,
+    ) -> String {
+        let mut suites = vec!["default".to_string()];
+        suites.extend(options.suites.iter().map(|s| s.name().to_string()));
+        if olm_v1 {
+            suites.push("olm-v1".into());
+        }
+        let rules = olmkit_bundle::validate::RULES
+            .iter()
+            .filter(|(_, suite, _)| suites.iter().any(|s| s == suite))
+            .count();
+        let upgrade = match previous {
+            Some(p) => format!("; CRD upgrade safety against {}", p.display()),
+            None => String::new(),
+        };
+        // "pkg 0.1.0, 0.2.0" rather than the package name once per bundle
+        let mut shown: Vec<String> = Vec::new();
+        let mut last_package = "";
+        for b in &self.bundles {
+            match b.split_once(' ') {
+                Some((p, v)) if p == last_package => shown.push(v.to_string()),
+                Some((p, _)) => {
+                    last_package = p;
+                    shown.push(b.clone());
+                }
+                None => shown.push(b.clone()),
+            }
+        }
+        format!(
+            "checked {} bundle(s) ({}; {} manifests) with {rules} rules of suite(s) {}{upgrade}",
+            self.bundles.len(),
+            shown.join(", "),
+            self.manifests,
+            suites.join(", ")
+        )
     }
 }

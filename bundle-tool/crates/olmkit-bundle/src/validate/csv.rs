@@ -1,0 +1,845 @@
+//! ClusterServiceVersion checks.
+//!
+//! operator-framework/api `CSVValidator` (`pkg/validation/internal/csv.go` `validateCSV`: name
+//! format, replaces, examples, install modes, annotation case, minKubeVersion, required fields)
+//! and `BundleValidator` (`bundle.go` `validateOwnedCRDs`: owned CRDs against shipped CRDs) are
+//! errors as upstream has them. OLM's schema for the CSV, naming conventions, upgrade edges and
+//! what OLM checks when it installs webhooks are bundle-tool's own: warnings, errors with
+//! `suite=strict`.
+
+use super::crd::crd_facts;
+use super::format::parse_tolerant;
+use super::{Ctx, hint};
+use crate::json::{arr_at, str_at};
+use crate::naming::{package_of_csv_name, parse_csv_name};
+use crate::schemas;
+use olmkit_core::version_range::VersionRange;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Annotation keys OLM reads case-sensitively (operator-framework/api
+/// `CaseSensitiveAnnotationKeySet`).
+const CASE_SENSITIVE: &[&str] = &[
+    "olm.operatorGroup",
+    "olm.operatorNamespace",
+    "olm.targetNamespaces",
+    "olm.providedAPIs",
+    "olm.skipRange",
+];
+
+const INSTALL_MODES: [&str; 4] = [
+    "OwnNamespace",
+    "SingleNamespace",
+    "MultiNamespace",
+    "AllNamespaces",
+];
+
+/// operator-framework/api `parseCSVNameFormat`: `IsDNS1123Subdomain` and `IsValidLabelValue`
+/// (OLM copies the name into labels), their messages joined with ",".
+fn csv_name_problem(name: &str) -> Option<String> {
+    let mut problems = olmkit_core::k8s_name::dns1123_subdomain_errors(name);
+    problems.extend(olmkit_core::k8s_name::label_value_errors(name));
+    (!problems.is_empty()).then(|| problems.join(","))
+}
+
+fn schema(ctx: &mut Ctx, file: &str) {
+    // The CSV as Go decodes it into `v1alpha1.ClusterServiceVersion`: `null`s are zero
+    // values, and fields Go requires are always present afterwards (a missing
+    // `resources[].name` of a built-in kind decodes to ""), so "required property" cannot
+    // fail for the object OLM stores; unknown fields are dropped (a warning, even if strict).
+    match schemas::validate_csv(&crate::json::without_nulls(ctx.csv_obj())) {
+        Ok(violations) => {
+            for v in violations {
+                if v.message.ends_with("is a required property") {
+                    continue;
+                }
+                if crate::json::is_unknown_field(&v.message) {
+                    ctx.warning(
+                        "csv-schema",
+                        Some(file),
+                        Some(&v.path),
+                        format!("{} (ignored: Go drops unknown fields)", v.message),
+                    );
+                } else {
+                    ctx.stricter("csv-schema", Some(file), Some(&v.path), v.message);
+                }
+            }
+        }
+        Err(e) => {
+            ctx.warning(
+                "csv-schema",
+                Some(file),
+                None,
+                format!("cannot check against the CSV schema: {e}"),
+            );
+        }
+    }
+}
+
+fn names(ctx: &mut Ctx, file: &str) {
+    let csv = ctx.csv_obj();
+    let name = str_at(csv, "/metadata/name").unwrap_or("");
+    let f = Some(file);
+    // operator-framework/api `parseCSVNameFormat`: a DNS-1123 subdomain that is also a valid
+    // label value (OLM copies it into labels, so at most 63 characters).
+    if let Some(p) = csv_name_problem(name) {
+        ctx.error(
+            "csv-name",
+            f,
+            Some("metadata.name"),
+            format!("metadata.name {name:?} is invalid: {p}"),
+        );
+    }
+    let parsed = match parse_csv_name(name) {
+        Ok(p) => Some(p),
+        Err(e) if csv_name_problem(name).is_none() => {
+            let fi = ctx.warning(
+                "csv-name",
+                f,
+                Some("metadata.name"),
+                format!("metadata.name {e}; the convention is <operator>.v<semver>"),
+            );
+            hint(
+                fi,
+                "name the CSV <package>.v<semver>, e.g. memcached-operator.v0.1.0",
+            );
+            None
+        }
+        Err(_) => None,
+    };
+    // A version that is not semver makes Go's decoding of the CSV fail (an upstream error);
+    // a missing one is allowed upstream (`version` is omitempty).
+    let version = match csv.pointer("/spec/version") {
+        Some(Value::String(v)) => match semver::Version::parse(v) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                ctx.error(
+                    "csv-version",
+                    f,
+                    Some("spec.version"),
+                    format!("spec.version {v:?} is not a semantic version: {e}"),
+                );
+                None
+            }
+        },
+        None | Some(Value::Null) => {
+            ctx.stricter(
+                "csv-version",
+                f,
+                Some("spec.version"),
+                "spec.version is not set: OLM orders bundles by it",
+            );
+            None
+        }
+        Some(other) => {
+            ctx.error(
+                "csv-version",
+                f,
+                Some("spec.version"),
+                format!(
+                    "spec.version must be a string, found {}",
+                    crate::json::type_name(other)
+                ),
+            );
+            None
+        }
+    };
+    if let (Some((_, nv)), Some(v)) = (&parsed, &version)
+        && nv != v
+    {
+        ctx.warning(
+            "csv-version",
+            f,
+            Some("spec.version"),
+            format!("spec.version {v} differs from the version in metadata.name ({nv}); OLM uses spec.version, people read the name"),
+        );
+    }
+    let package = ctx.bundle.package().map(str::to_string);
+    let own_package = package_of_csv_name(name).to_string();
+    if let (Some(pkg), Some((op, _))) = (&package, &parsed)
+        && op != pkg
+        && own_package != *pkg
+    {
+        ctx.warning(
+            "csv-package",
+            f,
+            Some("metadata.name"),
+            format!("CSV name {name:?} does not start with the package name {pkg:?}; the convention is <package>.v<version>"),
+        );
+    }
+    // Upgrade edges name CSVs, whose names need not start with the package name: compare
+    // with this CSV's own operator part.
+    let pkg_for_edges = own_package;
+    let _ = package;
+    if let Some(r) = csv
+        .pointer("/spec/replaces")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    {
+        if let Some(p) = csv_name_problem(r) {
+            ctx.error(
+                "csv-replaces",
+                f,
+                Some("spec.replaces"),
+                format!("spec.replaces {r:?} is invalid: {p}"),
+            );
+        }
+        match parse_csv_name(r) {
+            Err(e) => {
+                ctx.stricter(
+                    "csv-replaces",
+                    f,
+                    Some("spec.replaces"),
+                    format!("spec.replaces {e}"),
+                );
+            }
+            Ok(_) => {
+                if r == name {
+                    ctx.stricter(
+                        "csv-replaces",
+                        f,
+                        Some("spec.replaces"),
+                        format!("the CSV replaces itself ({r})"),
+                    );
+                }
+                if package_of_csv_name(r) != pkg_for_edges {
+                    let fi = ctx.warning(
+                        "csv-replaces",
+                        f,
+                        Some("spec.replaces"),
+                        format!("spec.replaces {r:?} does not share this CSV's operator name {pkg_for_edges:?}; check it names a CSV of the same package"),
+                    );
+                    hint(fi, format!("usually {pkg_for_edges}.v<previous version>"));
+                }
+            }
+        }
+    }
+    for (i, s) in arr_at(csv, "/spec/skips").iter().enumerate() {
+        let path = format!("spec.skips[{i}]");
+        match s.as_str() {
+            None | Some("") => {
+                ctx.stricter(
+                    "csv-skips",
+                    f,
+                    Some(&path),
+                    "skips entries must be non-empty CSV names",
+                );
+            }
+            Some(s) => {
+                if parse_csv_name(s).is_err() {
+                    ctx.warning(
+                        "csv-skips",
+                        f,
+                        Some(&path),
+                        format!("{s:?} is not shaped <package>.v<semver>"),
+                    );
+                } else if package_of_csv_name(s) != pkg_for_edges {
+                    ctx.warning(
+                        "csv-skips",
+                        f,
+                        Some(&path),
+                        format!("{s:?} does not share this CSV's operator name {pkg_for_edges:?}; check it names a CSV of the same package"),
+                    );
+                }
+            }
+        }
+    }
+    if let Some(r) = str_at(csv, "/metadata/annotations/olm.skipRange")
+        && let Err(e) = VersionRange::parse(r)
+    {
+        // operator-sdk does not parse it; OLM and opm refuse the bundle's upgrade edges.
+        let fi = ctx.stricter(
+            "csv-skip-range",
+            f,
+            Some("metadata.annotations.olm.skipRange"),
+            format!("invalid skipRange {r:?}: {e}"),
+        );
+        hint(
+            fi,
+            "OLM parses it with blang/semver: full versions joined by spaces and ||, e.g. '>=0.1.0 <0.2.0'",
+        );
+    }
+}
+
+fn annotations(ctx: &mut Ctx, file: &str) {
+    let csv = ctx.csv_obj();
+    let f = Some(file);
+    let Some(ann) = csv
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+    else {
+        ctx.warning(
+            "csv-examples",
+            f,
+            Some("metadata.annotations"),
+            "annotations not found (no alm-examples)",
+        );
+        return;
+    };
+    for key in ann.keys() {
+        if let Some(want) = CASE_SENSITIVE
+            .iter()
+            .find(|k| k.eq_ignore_ascii_case(key) && **k != key)
+        {
+            ctx.error(
+                "csv-annotations",
+                f,
+                Some(&format!("metadata.annotations.{key}")),
+                format!("provided annotation {key} uses wrong case and should be {want} instead"),
+            );
+        }
+        if key == "olm.properties" {
+            ctx.warning(
+                "csv-annotations",
+                f,
+                Some("metadata.annotations.olm.properties"),
+                "found olm.properties annotation, please define these properties in metadata/properties.yaml instead",
+            );
+        }
+    }
+}
+
+/// What operator-framework/api says when `spec.minKubeVersion` is empty (a warning).
+pub(crate) const MIN_KUBE_NOT_INFORMED: &str = "csv.Spec.minKubeVersion is not informed. It is recommended you provide this information. Otherwise, it would mean that your operator project can be distributed and installed in any cluster version available, which is not necessarily the case for all projects.";
+
+/// operator-framework/api `validateMinKubeVersion`: a warning when empty, an error when blang
+/// `semver.Parse` (strict: `1.25` and `v1.25.0` fail) refuses it.
+pub(crate) fn min_kube_findings(ctx: &mut Ctx, file: &str, rule: &str) {
+    match str_at(ctx.csv_obj(), "/spec/minKubeVersion") {
+        None => {
+            ctx.warning(
+                rule,
+                Some(file),
+                Some("spec.minKubeVersion"),
+                MIN_KUBE_NOT_INFORMED,
+            );
+        }
+        Some(v) if v.trim().is_empty() => {
+            ctx.warning(
+                rule,
+                Some(file),
+                Some("spec.minKubeVersion"),
+                MIN_KUBE_NOT_INFORMED,
+            );
+        }
+        Some(v) if semver::Version::parse(v).is_err() => {
+            let fi = ctx.error(
+                rule,
+                Some(file),
+                Some("spec.minKubeVersion"),
+                format!("csv.Spec.MinKubeVersion has an invalid value: {v}"),
+            );
+            if parse_tolerant(v).is_some() {
+                hint(
+                    fi,
+                    "write all three parts, e.g. 1.25.0 (operator-sdk parses it strictly)",
+                );
+            }
+        }
+        Some(_) => {}
+    }
+}
+
+fn min_kube(ctx: &mut Ctx, file: &str) {
+    min_kube_findings(ctx, file, "csv-min-kube-version");
+}
+
+fn install_modes(ctx: &mut Ctx, file: &str) {
+    let csv = ctx.csv_obj();
+    let f = Some(file);
+    let modes = arr_at(csv, "/spec/installModes");
+    if modes.is_empty() {
+        let fi = ctx.error(
+            "csv-install-modes",
+            f,
+            Some("spec.installModes"),
+            "install modes not found",
+        );
+        hint(
+            fi,
+            "list OwnNamespace, SingleNamespace, MultiNamespace and AllNamespaces with supported: true/false",
+        );
+        return;
+    }
+    let mut seen = BTreeSet::new();
+    let mut supported = BTreeSet::new();
+    for (i, m) in modes.iter().enumerate() {
+        let t = str_at(m, "/type").unwrap_or("");
+        // Upstream never reports duplicates (its set is never filled) nor unknown types.
+        if !seen.insert(t) {
+            ctx.stricter(
+                "csv-install-modes",
+                f,
+                Some(&format!("spec.installModes[{i}]")),
+                format!("duplicate install mode {t}"),
+            );
+        }
+        if !INSTALL_MODES.contains(&t) {
+            ctx.stricter(
+                "csv-install-modes",
+                f,
+                Some(&format!("spec.installModes[{i}].type")),
+                format!("unknown install mode {t:?}"),
+            );
+        }
+        if m.get("supported") == Some(&Value::Bool(true)) {
+            supported.insert(t);
+        }
+    }
+    if supported.is_empty() {
+        ctx.error(
+            "csv-install-modes",
+            f,
+            Some("spec.installModes"),
+            "none of InstallModeTypes are supported",
+        );
+    }
+    let has_conversion = arr_at(csv, "/spec/webhookdefinitions")
+        .iter()
+        .any(|w| !arr_at(w, "/conversionCRDs").is_empty());
+    if has_conversion && supported.iter().any(|t| *t != "AllNamespaces") {
+        let fi = ctx.error(
+            "csv-install-modes",
+            f,
+            Some("spec.installModes"),
+            "only AllNamespaces InstallModeType is supported when conversionCRDs is present",
+        );
+        hint(
+            fi,
+            "a CRD is cluster-wide, so its conversion webhook must serve every namespace; set supported: false on the other modes",
+        );
+    }
+}
+
+/// `(group, version, kind)` of the owned CRD entries.
+fn owned_keys(csv: &Value) -> Vec<(usize, String, String, String)> {
+    arr_at(csv, "/spec/customresourcedefinitions/owned")
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let name = str_at(o, "/name").unwrap_or("");
+            let group = name
+                .split_once('.')
+                .map(|(_, g)| g)
+                .unwrap_or(name)
+                .to_string();
+            (
+                i,
+                group,
+                str_at(o, "/version").unwrap_or("").to_string(),
+                str_at(o, "/kind").unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn examples(ctx: &mut Ctx, file: &str) {
+    let csv = ctx.csv_obj();
+    let f = Some(file);
+    let ann = csv
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object);
+    let Some(ann) = ann else { return };
+    let (text, key) = match (ann.get("alm-examples"), ann.get("olm.examples")) {
+        (Some(a), Some(_)) => {
+            ctx.warning(
+                "csv-examples",
+                f,
+                Some("metadata.annotations"),
+                "both `alm-examples` and `olm.examples` are present. Checking only `alm-examples`",
+            );
+            (a, "alm-examples")
+        }
+        (Some(a), None) => (a, "alm-examples"),
+        (None, Some(o)) => (o, "olm.examples"),
+        (None, None) => {
+            ctx.warning(
+                "csv-examples",
+                f,
+                Some("metadata.annotations"),
+                "example annotations not found",
+            );
+            return;
+        }
+    };
+    let path = format!("metadata.annotations.{key}");
+    let Some(text) = text.as_str() else {
+        ctx.error(
+            "csv-examples",
+            f,
+            Some(&path),
+            "must be a string holding a JSON list",
+        );
+        return;
+    };
+    // operator-framework/api `validateExamplesAnnotations`: the text must be JSON
+    // (`validateJSON`; empty is allowed) holding a list of objects.
+    let parsed: Result<Value, String> = if text.is_empty() {
+        Ok(Value::Array(Vec::new()))
+    } else {
+        serde_json::from_str(text).map_err(|e| {
+            format!(
+                "invalid example: invalid JSON at line {} column {}: {e}",
+                e.line(),
+                e.column()
+            )
+        })
+    };
+    let list = match parsed {
+        Ok(Value::Array(a)) if a.iter().all(Value::is_object) => a,
+        Ok(other) => {
+            ctx.error(
+                "csv-examples",
+                f,
+                Some(&path),
+                format!(
+                    "error decoding example CustomResource: expected a list of objects, found {}",
+                    crate::json::type_name(&other)
+                ),
+            );
+            return;
+        }
+        Err(msg) => {
+            let fi = ctx.error("csv-examples", f, Some(&path), msg);
+            hint(fi, "alm-examples must be a JSON list of custom resources");
+            return;
+        }
+    };
+    let mut provided: BTreeSet<(String, String, String)> = owned_keys(csv)
+        .into_iter()
+        .map(|(_, g, v, k)| (g, v, k))
+        .collect();
+    for api in arr_at(csv, "/spec/apiservicedefinitions/owned") {
+        provided.insert((
+            str_at(api, "/group").unwrap_or("").into(),
+            str_at(api, "/version").unwrap_or("").into(),
+            str_at(api, "/kind").unwrap_or("").into(),
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for (i, ex) in list.iter().enumerate() {
+        let api = str_at(ex, "/apiVersion").unwrap_or("");
+        let kind = str_at(ex, "/kind").unwrap_or("");
+        let (g, v) = api.split_once('/').unwrap_or(("", api));
+        let key = (g.to_string(), v.to_string(), kind.to_string());
+        if !provided.contains(&key) {
+            let fi = ctx.error(
+                "csv-examples",
+                f,
+                Some(&format!("{path}[{i}]")),
+                format!("example {api} {kind} must have a provided API (an owned CRD version of the CSV)"),
+            );
+            hint(
+                fi,
+                "add the CRD version to spec.customresourcedefinitions.owned or fix the example's apiVersion/kind",
+            );
+        }
+        seen.insert(key);
+    }
+    for (g, v, k) in provided {
+        if !seen.contains(&(g.clone(), v.clone(), k.clone())) {
+            ctx.warning(
+                "csv-examples",
+                f,
+                Some(&path),
+                format!("provided API {g}/{v} {k} should have an example annotation"),
+            );
+        }
+    }
+}
+
+fn required(ctx: &mut Ctx, file: &str) {
+    let csv = ctx.csv_obj();
+    let f = Some(file);
+    // operator-framework/api `validateVersionKind`.
+    if str_at(csv, "/apiVersion").is_none_or(str::is_empty) {
+        ctx.error(
+            "csv-required",
+            f,
+            Some("apiVersion"),
+            "'apiVersion' is missing",
+        );
+    }
+    // operator-framework/api `checkEmptyFields`: fields without `omitempty` must not be zero.
+    match str_at(csv, "/spec/displayName") {
+        None | Some("") => {
+            ctx.error(
+                "csv-required",
+                f,
+                Some("spec.displayName"),
+                "required field missing: Spec.DisplayName (OperatorHub and the console show it)",
+            );
+        }
+        Some(s) if s.trim().is_empty() => {
+            ctx.stricter(
+                "csv-required",
+                f,
+                Some("spec.displayName"),
+                "spec.displayName is blank: OperatorHub and the console show it",
+            );
+        }
+        Some(_) => {}
+    }
+    match str_at(csv, "/spec/install/strategy") {
+        Some("deployment") => {}
+        None | Some("") => {
+            ctx.error(
+                "csv-required",
+                f,
+                Some("spec.install.strategy"),
+                "required field missing: Spec.InstallStrategy.StrategyName (deployment)",
+            );
+        }
+        Some(other) => {
+            ctx.stricter("csv-required", f, Some("spec.install.strategy"), format!("install strategy {other:?} is not supported; OLM installs the \"deployment\" strategy"));
+        }
+    }
+    let install_spec_set = csv
+        .pointer("/spec/install/spec")
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.values().any(|v| !v.is_null()));
+    if install_spec_set
+        && csv
+            .pointer("/spec/install/spec/deployments")
+            .is_none_or(Value::is_null)
+    {
+        ctx.error(
+            "csv-required",
+            f,
+            Some("spec.install.spec.deployments"),
+            "required field missing: Spec.InstallStrategy.StrategySpec.DeploymentSpecs",
+        );
+    }
+}
+
+fn owned_crds(ctx: &mut Ctx, file: &str) {
+    let csv = ctx.csv_obj();
+    let f = Some(file);
+    let crds = crd_facts(&ctx.bundle.manifests);
+    // Every (group, version, kind) a shipped CRD defines.
+    let mut shipped: BTreeMap<(String, String, String), usize> = BTreeMap::new();
+    for crd in &crds {
+        for (v, _, _) in &crd.versions {
+            let key = (crd.group.to_string(), v.to_string(), crd.kind.to_string());
+            if shipped.insert(key.clone(), 0).is_some() {
+                ctx.error(
+                    "csv-owned-crds",
+                    Some(&crd.manifest.file),
+                    Some("spec.versions"),
+                    format!("duplicate CRD {}/{} {} in bundle", key.0, key.1, key.2),
+                );
+            }
+        }
+    }
+    let owned = owned_keys(csv);
+    let mut owned_set = BTreeSet::new();
+    // Group/kinds of owned entries that matched a shipped CRD version (upstream `ownedGVSet`).
+    let mut owned_found_kinds: BTreeSet<(String, String)> = BTreeSet::new();
+    for (i, g, v, k) in &owned {
+        let path = format!("spec.customresourcedefinitions.owned[{i}]");
+        let name = arr_at(csv, "/spec/customresourcedefinitions/owned")
+            .get(*i)
+            .and_then(|o| str_at(o, "/name"))
+            .unwrap_or("");
+        if !name.contains('.') {
+            ctx.error(
+                "csv-owned-crds",
+                f,
+                Some(&format!("{path}.name")),
+                format!("{name:?} is not a CRD name (<plural>.<group>)"),
+            );
+            continue;
+        }
+        if !owned_set.insert((g.clone(), v.clone(), k.clone())) {
+            ctx.warning(
+                "csv-owned-crds",
+                f,
+                Some(&path),
+                format!("owned CRD {name} {v} {k} is listed twice"),
+            );
+        }
+        if let Some(n) = shipped.get_mut(&(g.clone(), v.clone(), k.clone())) {
+            *n += 1;
+            owned_found_kinds.insert((g.clone(), k.clone()));
+        } else {
+            let fi = ctx.error(
+                "csv-owned-crds",
+                f,
+                Some(&path),
+                format!("owned CRD \"{g}/{v}, Kind={k}\" not found in bundle"),
+            );
+            hint(
+                fi,
+                "ship the CRD (with that version and kind) in manifests/, or remove the entry",
+            );
+        }
+    }
+    // operator-framework/api `validateOwnedCRDs`: every version of a shipped CRD whose
+    // group/kind no owned entry matched is an error (required CRDs do not count: OLM would
+    // install the CRD without any CSV owning it).
+    for crd in &crds {
+        let gk = (crd.group.to_string(), crd.kind.to_string());
+        if !owned_found_kinds.contains(&gk) {
+            for (v, _, _) in &crd.versions {
+                let fi = ctx.error(
+                    "csv-owned-crds",
+                    Some(&crd.manifest.file),
+                    None,
+                    format!(
+                        "CRD \"{}/{v}, Kind={}\" is present in bundle but not defined in CSV",
+                        crd.group, crd.kind
+                    ),
+                );
+                hint(
+                    fi,
+                    "list it in spec.customresourcedefinitions.owned, or drop the CRD from the bundle",
+                );
+            }
+            continue;
+        }
+        for (v, served, _) in &crd.versions {
+            if *served && !owned_set.contains(&(gk.0.clone(), v.to_string(), gk.1.clone())) {
+                ctx.warning(
+                    "csv-owned-crds",
+                    f,
+                    Some("spec.customresourcedefinitions.owned"),
+                    format!("served version {v} of CRD {} is not listed in owned CRDs; the console will not offer it", crd.name),
+                );
+            }
+        }
+    }
+}
+
+fn webhooks(ctx: &mut Ctx, file: &str) {
+    let csv = ctx.csv_obj();
+    let f = Some(file);
+    let deployments: BTreeSet<&str> = arr_at(csv, "/spec/install/spec/deployments")
+        .iter()
+        .filter_map(|d| str_at(d, "/name"))
+        .collect();
+    let crd_names: BTreeSet<String> = crd_facts(&ctx.bundle.manifests)
+        .iter()
+        .map(|c| c.name.to_string())
+        .collect();
+    let owned_names: BTreeSet<&str> = arr_at(csv, "/spec/customresourcedefinitions/owned")
+        .iter()
+        .filter_map(|o| str_at(o, "/name"))
+        .collect();
+    let mut names = BTreeMap::new();
+    for (i, w) in arr_at(csv, "/spec/webhookdefinitions").iter().enumerate() {
+        let base = format!("spec.webhookdefinitions[{i}]");
+        let gname = str_at(w, "/generateName").unwrap_or("");
+        let wtype = str_at(w, "/type").unwrap_or("");
+        if let Some(prev) = names.insert(gname.to_string(), i) {
+            ctx.stricter(
+                "csv-webhooks",
+                f,
+                Some(&format!("{base}.generateName")),
+                format!("generateName {gname:?} is also used by webhookdefinitions[{prev}]"),
+            );
+        }
+        let dep = str_at(w, "/deploymentName").unwrap_or("");
+        if !deployments.contains(dep) {
+            let fi = ctx.stricter(
+                "csv-webhooks",
+                f,
+                Some(&format!("{base}.deploymentName")),
+                format!("webhook {gname} is served by deployment {dep:?}, which is not one of the CSV's install deployments"),
+            );
+            hint(
+                fi,
+                "OLM creates <deploymentName>-service and mounts the webhook certificate into that deployment",
+            );
+        }
+        if let Some(p) = w.get("containerPort").and_then(Value::as_i64)
+            && !(1..=65535).contains(&p)
+        {
+            ctx.stricter(
+                "csv-webhooks",
+                f,
+                Some(&format!("{base}.containerPort")),
+                format!("containerPort {p} is not a port number"),
+            );
+        }
+        match wtype {
+            "ConversionWebhook" => {
+                let conv = arr_at(w, "/conversionCRDs");
+                if conv.is_empty() {
+                    ctx.stricter(
+                        "csv-webhooks",
+                        f,
+                        Some(&format!("{base}.conversionCRDs")),
+                        "a ConversionWebhook must list the CRDs it converts in conversionCRDs",
+                    );
+                }
+                for (j, c) in conv.iter().enumerate() {
+                    let c = c.as_str().unwrap_or("");
+                    if !crd_names.contains(c) || !owned_names.contains(c) {
+                        ctx.stricter(
+                            "csv-webhooks",
+                            f,
+                            Some(&format!("{base}.conversionCRDs[{j}]")),
+                            format!("conversion CRD {c:?} is not a CRD owned by the CSV and shipped in the bundle; OLM only wires conversion for owned CRDs"),
+                        );
+                    }
+                }
+            }
+            "ValidatingAdmissionWebhook" | "MutatingAdmissionWebhook" => {
+                if w.get("sideEffects").is_none() {
+                    ctx.stricter(
+                        "csv-webhooks",
+                        f,
+                        Some(&format!("{base}.sideEffects")),
+                        "admission webhooks need sideEffects (None or NoneOnDryRun)",
+                    );
+                }
+                if arr_at(w, "/admissionReviewVersions").is_empty() {
+                    ctx.stricter(
+                        "csv-webhooks",
+                        f,
+                        Some(&format!("{base}.admissionReviewVersions")),
+                        "admission webhooks need admissionReviewVersions (e.g. [v1])",
+                    );
+                }
+                for (j, rule) in arr_at(w, "/rules").iter().enumerate() {
+                    let groups: Vec<&str> = arr_at(rule, "/apiGroups")
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    let resources: Vec<&str> = arr_at(rule, "/resources")
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    let olm_group = groups
+                        .iter()
+                        .any(|g| *g == "*" || *g == "operators.coreos.com");
+                    let all_resources = resources.iter().any(|r| *r == "*" || *r == "*/*");
+                    if olm_group && (groups.contains(&"operators.coreos.com") || all_resources) {
+                        let fi = ctx.stricter(
+                            "csv-webhooks",
+                            f,
+                            Some(&format!("{base}.rules[{j}]")),
+                            format!("webhook {gname} intercepts OLM's own resources (operators.coreos.com); OLM refuses such webhooks because they could block it"),
+                        );
+                        hint(fi, "narrow apiGroups/resources to the operator's own API");
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Runs the CSV checks (nothing when the bundle has no CSV; `csv-missing` reports that).
+pub(crate) fn check(ctx: &mut Ctx) {
+    let Some(file) = ctx.csv_file() else { return };
+    schema(ctx, file);
+    names(ctx, file);
+    annotations(ctx, file);
+    min_kube(ctx, file);
+    install_modes(ctx, file);
+    examples(ctx, file);
+    required(ctx, file);
+    owned_crds(ctx, file);
+    webhooks(ctx, file);
+}

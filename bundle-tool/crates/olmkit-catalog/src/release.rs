@@ -1,0 +1,735 @@
+//! Release planning and promotion: pure functions from a catalog model to a list of changes,
+//! the updated (validated) catalog and a human-readable plan.
+//!
+//! Releasing a bundle adds its `olm.bundle` blob and one entry per target channel that
+//! `replaces` the channel's head, so every channel keeps exactly one head and no bundle is
+//! stranded. A version that is not greater than a target channel's head is refused; so is a
+//! version that is already released with different content, while the same content in the
+//! same channels is an idempotent no-op (a re-run of a release that succeeded). Promotion adds
+//! an already released bundle to another channel under the same rules. The changes are
+//! returned as [`Change`]s so that the caller can plan on a catalog loaded without bundle
+//! objects and apply them to the full files it rewrites.
+
+use crate::declcfg::{
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, SCHEMA_CHANNEL, SCHEMA_PACKAGE,
+};
+use crate::model::{bundle_version, channel_heads};
+use crate::property;
+use crate::validate::validate;
+use crate::version_range::VersionRange;
+use olmkit_core::findings::Report;
+use semver::Version;
+use std::fmt::Write as _;
+use thiserror::Error;
+
+/// A release or promotion that would break the catalog, refused before any write.
+#[derive(Debug, Error)]
+pub enum PlanReleaseError {
+    /// The bundle blob has no usable `olm.package` property.
+    #[error("bundle {bundle:?}: {message}")]
+    BadBundle {
+        /// Bundle name.
+        bundle: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The version is not above the head of a target channel.
+    #[error(
+        "version {version} is not greater than {head} ({head_version}), the head of channel {channel:?}"
+    )]
+    NotGreater {
+        /// New version.
+        version: String,
+        /// Channel.
+        channel: String,
+        /// Head bundle.
+        head: String,
+        /// Head version.
+        head_version: String,
+    },
+    /// The version (or name) is already released with other content.
+    #[error("{version} is already released as {existing} with different content{detail}")]
+    AlreadyReleased {
+        /// Version.
+        version: String,
+        /// Existing bundle name.
+        existing: String,
+        /// What differs.
+        detail: String,
+    },
+    /// A target channel has no single head, so there is nothing safe to replace.
+    #[error(
+        "channel {channel:?} of package {package:?} has {count} heads ({heads}); fix it first (bundle-tool catalog validate)"
+    )]
+    BrokenChannel {
+        /// Package.
+        package: String,
+        /// Channel.
+        channel: String,
+        /// Number of heads.
+        count: usize,
+        /// Head names.
+        heads: String,
+    },
+    /// Promotion of a bundle that does not exist.
+    #[error("package {package:?} has no bundle with version {version}{known}")]
+    UnknownVersion {
+        /// Package.
+        package: String,
+        /// Version asked for.
+        version: String,
+        /// Known versions hint.
+        known: String,
+    },
+    /// Promotion of a version older than the target's head (it would fork or strand).
+    #[error(
+        "{bundle} ({version}) is older than {head} ({head_version}), the head of channel {channel:?}: adding it would create a second head or a stranded bundle"
+    )]
+    WouldFork {
+        /// Bundle.
+        bundle: String,
+        /// Its version.
+        version: String,
+        /// Channel.
+        channel: String,
+        /// Head.
+        head: String,
+        /// Head version.
+        head_version: String,
+    },
+    /// The option values are unusable.
+    #[error("{0}")]
+    Options(String),
+    /// The resulting catalog does not validate (a bug or a pre-existing problem).
+    #[error("the catalog would not be valid after this change:\n{}", .0.render_text())]
+    Invalid(Report),
+}
+
+/// How to set the new entries' `skipRange`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum SkipRangeMode {
+    /// No skipRange.
+    #[default]
+    None,
+    /// `<new version`: any older version may jump straight to the new one.
+    BelowNew,
+    /// An explicit blang range.
+    Explicit(String),
+}
+
+/// What to release.
+#[derive(Clone, Debug)]
+pub struct ReleaseRequest {
+    /// The rendered bundle blob.
+    pub bundle: Bundle,
+    /// Target channels (at least one).
+    pub channels: Vec<String>,
+    /// New default channel (must be a target or existing channel); for a new package the
+    /// first target channel is used when unset.
+    pub default_channel: Option<String>,
+    /// skipRange of the new entries.
+    pub skip_range: SkipRangeMode,
+}
+
+/// One change to a catalog.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    /// A new package.
+    AddPackage(Package),
+    /// Change the default channel.
+    SetDefaultChannel {
+        /// Package.
+        package: String,
+        /// Previous value.
+        from: String,
+        /// New value.
+        to: String,
+    },
+    /// A new bundle blob.
+    AddBundle(Bundle),
+    /// A new channel (with its first entry).
+    AddChannel(Channel),
+    /// A new entry in an existing channel.
+    AddEntry {
+        /// Package.
+        package: String,
+        /// Channel.
+        channel: String,
+        /// The entry.
+        entry: ChannelEntry,
+        /// Head before the change.
+        old_head: String,
+    },
+}
+
+/// Whether anything changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The catalog changes.
+    Changed,
+    /// Already done: same content in the same channels.
+    NoOp,
+}
+
+/// A checked plan.
+#[derive(Clone, Debug)]
+pub struct ReleasePlan {
+    /// Package concerned.
+    pub package: String,
+    /// Bundle concerned.
+    pub bundle: String,
+    /// Its version.
+    pub version: String,
+    /// The changes, in order.
+    pub changes: Vec<Change>,
+    /// Changed or no-op.
+    pub outcome: Outcome,
+    /// The catalog after the changes (validated).
+    pub catalog: DeclarativeConfig,
+}
+
+impl ReleasePlan {
+    /// The plan as text (`--plan` output).
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        if self.outcome == Outcome::NoOp {
+            let _ = writeln!(
+                out,
+                "{} ({}) is already in the catalog with the same content and channels: nothing to do",
+                self.bundle, self.version
+            );
+            return out;
+        }
+        let _ = writeln!(
+            out,
+            "plan for {} ({}) in package {}:",
+            self.bundle, self.version, self.package
+        );
+        for c in &self.changes {
+            match c {
+                Change::AddPackage(p) => {
+                    let _ = writeln!(
+                        out,
+                        "  + package {} (default channel {})",
+                        p.name, p.default_channel
+                    );
+                }
+                Change::SetDefaultChannel { from, to, .. } => {
+                    let _ = writeln!(out, "  ~ default channel: {from} -> {to}");
+                }
+                Change::AddBundle(b) => {
+                    let _ = writeln!(out, "  + bundle {} image {}", b.name, b.image);
+                }
+                Change::AddChannel(ch) => {
+                    for e in &ch.entries {
+                        let _ = writeln!(
+                            out,
+                            "  + channel {} (new): {}{}",
+                            ch.name,
+                            e.name,
+                            edges_text(e)
+                        );
+                    }
+                }
+                Change::AddEntry {
+                    channel,
+                    entry,
+                    old_head,
+                    ..
+                } => {
+                    let _ = writeln!(
+                        out,
+                        "  ~ channel {channel}: {}{} (head {old_head} -> {})",
+                        entry.name,
+                        edges_text(entry),
+                        entry.name
+                    );
+                }
+            }
+        }
+        let report = validate(&self.catalog.only_package(&self.package), None);
+        let c = report.counts();
+        let _ = writeln!(
+            out,
+            "result: catalog valid ({} package(s), {} bundle(s), {} warning(s))",
+            self.catalog.packages.len(),
+            self.catalog.bundles.len(),
+            c.warnings
+        );
+        out
+    }
+}
+
+fn edges_text(e: &ChannelEntry) -> String {
+    let mut s = String::new();
+    if !e.replaces.is_empty() {
+        let _ = write!(s, " replaces {}", e.replaces);
+    }
+    if !e.skips.is_empty() {
+        let _ = write!(s, " skips [{}]", e.skips.join(", "));
+    }
+    if !e.skip_range.is_empty() {
+        let _ = write!(s, " skipRange {:?}", e.skip_range);
+    }
+    s
+}
+
+/// Applies changes to a catalog (any catalog that holds the package: the graph-only model
+/// used for planning or the full blobs being rewritten).
+pub fn apply(cfg: &mut DeclarativeConfig, changes: &[Change]) {
+    for c in changes {
+        match c {
+            Change::AddPackage(p) => cfg.packages.push(p.clone()),
+            Change::SetDefaultChannel { package, to, .. } => {
+                for p in cfg.packages.iter_mut().filter(|p| &p.name == package) {
+                    p.default_channel = to.clone();
+                }
+            }
+            Change::AddBundle(b) => cfg.bundles.push(b.clone()),
+            Change::AddChannel(ch) => cfg.channels.push(ch.clone()),
+            Change::AddEntry {
+                package,
+                channel,
+                entry,
+                ..
+            } => {
+                if let Some(ch) = cfg
+                    .channels
+                    .iter_mut()
+                    .find(|c| &c.package == package && &c.name == channel)
+                {
+                    ch.entries.push(entry.clone());
+                }
+            }
+        }
+    }
+}
+
+fn version_of_blob(b: &Bundle) -> Result<(String, Version), PlanReleaseError> {
+    let bad = |message: String| PlanReleaseError::BadBundle {
+        bundle: b.name.clone(),
+        message,
+    };
+    let pkgs = property::packages(&b.properties);
+    match pkgs.as_slice() {
+        [Ok(p)] => {
+            if p.package_name != b.package {
+                return Err(bad(format!(
+                    "olm.package property names {:?}, blob says {:?}",
+                    p.package_name, b.package
+                )));
+            }
+            let v = Version::parse(&p.version)
+                .map_err(|e| bad(format!("version {:?} is not semver: {e}", p.version)))?;
+            Ok((p.package_name.clone(), v))
+        }
+        _ => Err(bad(format!(
+            "must have exactly 1 olm.package property, found {}",
+            pkgs.len()
+        ))),
+    }
+}
+
+/// Compares two bundle blobs for release idempotency. Bundles loaded without objects compare
+/// on everything else.
+fn same_content(a: &Bundle, b: &Bundle) -> Result<(), String> {
+    let strip = |x: &Bundle| -> Bundle {
+        let mut x = x.clone();
+        if x.omitted_objects > 0 || a.omitted_objects > 0 || b.omitted_objects > 0 {
+            x.properties.retain(|p| p.type_ != property::BUNDLE_OBJECT);
+        }
+        x.omitted_objects = 0;
+        x
+    };
+    let (sa, sb) = (strip(a), strip(b));
+    if sa.image != sb.image {
+        return Err(format!(": image {} vs {}", sa.image, sb.image));
+    }
+    if sa.name != sb.name {
+        return Err(format!(": name {} vs {}", sa.name, sb.name));
+    }
+    if sa != sb {
+        return Err(": properties or related images differ".into());
+    }
+    Ok(())
+}
+
+fn single_head(
+    ch: &Channel,
+    cfg: &DeclarativeConfig,
+    package: &str,
+) -> Result<(String, Option<Version>), PlanReleaseError> {
+    let heads = channel_heads(ch);
+    match heads.as_slice() {
+        [h] => {
+            let v = cfg
+                .bundles
+                .iter()
+                .find(|b| b.package == package && b.name == *h)
+                .and_then(bundle_version);
+            Ok((h.to_string(), v))
+        }
+        many => Err(PlanReleaseError::BrokenChannel {
+            package: package.to_string(),
+            channel: ch.name.clone(),
+            count: many.len(),
+            heads: many.join(", "),
+        }),
+    }
+}
+
+/// The existing bundle a new channel's first entry should replace: the highest version below
+/// `version`, so that users of other channels can switch to it.
+fn bridge(cfg: &DeclarativeConfig, package: &str, version: &Version, except: &str) -> String {
+    cfg.bundles
+        .iter()
+        .filter(|b| b.package == package && b.name != except)
+        .filter_map(|b| bundle_version(b).map(|v| (b, v)))
+        .filter(|(_, v)| v.cmp_precedence(version).is_lt())
+        .max_by(|a, b| a.1.cmp_precedence(&b.1))
+        .map(|(b, _)| b.name.clone())
+        .unwrap_or_default()
+}
+
+/// The `skipRange` that `mode` gives a release of `version` (empty for none).
+pub fn skip_range_for(mode: &SkipRangeMode, version: &Version) -> Result<String, PlanReleaseError> {
+    match mode {
+        SkipRangeMode::None => Ok(String::new()),
+        SkipRangeMode::BelowNew => {
+            let mut v = version.clone();
+            v.build = semver::BuildMetadata::EMPTY;
+            Ok(format!("<{v}"))
+        }
+        SkipRangeMode::Explicit(r) => {
+            let parsed = VersionRange::parse(r)
+                .map_err(|e| PlanReleaseError::Options(format!("invalid skipRange {r:?}: {e}")))?;
+            if parsed.contains(version) {
+                return Err(PlanReleaseError::Options(format!(
+                    "skipRange {r:?} contains the new version {version} itself"
+                )));
+            }
+            Ok(r.clone())
+        }
+    }
+}
+
+fn finish(
+    cfg: &DeclarativeConfig,
+    package: &str,
+    bundle: &str,
+    version: &Version,
+    changes: Vec<Change>,
+) -> Result<ReleasePlan, PlanReleaseError> {
+    let mut catalog = cfg.clone();
+    apply(&mut catalog, &changes);
+    // Packages validate independently and only this one changed: checking it alone keeps a
+    // release into a 7,000-bundle catalog fast.
+    let mut report = validate(&catalog.only_package(package), None);
+    report
+        .findings
+        .retain(|f| f.severity == olmkit_core::findings::Severity::Error);
+    if report.has_errors() {
+        return Err(PlanReleaseError::Invalid(report));
+    }
+    Ok(ReleasePlan {
+        package: package.to_string(),
+        bundle: bundle.to_string(),
+        version: version.to_string(),
+        outcome: if changes.is_empty() {
+            Outcome::NoOp
+        } else {
+            Outcome::Changed
+        },
+        changes,
+        catalog,
+    })
+}
+
+/// Plans the release of a new bundle into `cfg`.
+pub fn plan_release(
+    cfg: &DeclarativeConfig,
+    req: &ReleaseRequest,
+) -> Result<ReleasePlan, PlanReleaseError> {
+    if req.channels.is_empty() {
+        return Err(PlanReleaseError::Options(
+            "at least one target channel is required".into(),
+        ));
+    }
+    let (package, version) = version_of_blob(&req.bundle)?;
+    let name = req.bundle.name.clone();
+    let existing_pkg = cfg.packages.iter().find(|p| p.name == package);
+    let mut changes = Vec::new();
+
+    // Already released? Same name or same version.
+    let existing = cfg.bundles.iter().find(|b| {
+        b.package == package
+            && (b.name == name
+                || bundle_version(b).is_some_and(|v| v.cmp_precedence(&version).is_eq()))
+    });
+    if let Some(ex) = existing {
+        if let Err(detail) = same_content(ex, &req.bundle) {
+            return Err(PlanReleaseError::AlreadyReleased {
+                version: version.to_string(),
+                existing: ex.name.clone(),
+                detail,
+            });
+        }
+        let missing: Vec<&String> = req
+            .channels
+            .iter()
+            .filter(|c| {
+                !cfg.channels.iter().any(|ch| {
+                    ch.package == package
+                        && &ch.name == *c
+                        && ch.entries.iter().any(|e| e.name == ex.name)
+                })
+            })
+            .collect();
+        let default_ok = req
+            .default_channel
+            .as_ref()
+            .is_none_or(|d| existing_pkg.is_some_and(|p| &p.default_channel == d));
+        if missing.is_empty() && default_ok {
+            return finish(cfg, &package, &ex.name, &version, Vec::new());
+        }
+        return Err(PlanReleaseError::AlreadyReleased {
+            version: version.to_string(),
+            existing: ex.name.clone(),
+            detail: format!(
+                " in other channels (not in {}); use `bundle-tool promote {version} --to <channel>` to add it",
+                missing
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
+
+    let skip_range = skip_range_for(&req.skip_range, &version)?;
+    match existing_pkg {
+        None => {
+            let default = req
+                .default_channel
+                .clone()
+                .or_else(|| req.channels.first().cloned())
+                .unwrap_or_default();
+            changes.push(Change::AddPackage(Package {
+                schema: SCHEMA_PACKAGE.into(),
+                name: package.clone(),
+                default_channel: default,
+                icon: None,
+                description: String::new(),
+                properties: Vec::new(),
+            }));
+        }
+        Some(p) => {
+            if let Some(d) = &req.default_channel
+                && &p.default_channel != d
+            {
+                changes.push(Change::SetDefaultChannel {
+                    package: package.clone(),
+                    from: p.default_channel.clone(),
+                    to: d.clone(),
+                });
+            }
+        }
+    }
+    changes.push(Change::AddBundle(req.bundle.clone()));
+    for ch_name in &req.channels {
+        let existing_ch = cfg
+            .channels
+            .iter()
+            .find(|c| c.package == package && &c.name == ch_name);
+        match existing_ch {
+            Some(ch) if !ch.entries.is_empty() => {
+                let (head, head_v) = single_head(ch, cfg, &package)?;
+                if let Some(hv) = &head_v
+                    && !version.cmp_precedence(hv).is_gt()
+                {
+                    return Err(PlanReleaseError::NotGreater {
+                        version: version.to_string(),
+                        channel: ch_name.clone(),
+                        head: head.clone(),
+                        head_version: hv.to_string(),
+                    });
+                }
+                changes.push(Change::AddEntry {
+                    package: package.clone(),
+                    channel: ch_name.clone(),
+                    entry: ChannelEntry {
+                        name: name.clone(),
+                        replaces: head.clone(),
+                        skips: Vec::new(),
+                        skip_range: skip_range.clone(),
+                    },
+                    old_head: head,
+                });
+            }
+            _ => {
+                changes.push(Change::AddChannel(Channel {
+                    schema: SCHEMA_CHANNEL.into(),
+                    name: ch_name.clone(),
+                    package: package.clone(),
+                    entries: vec![ChannelEntry {
+                        name: name.clone(),
+                        replaces: bridge(cfg, &package, &version, &name),
+                        skips: Vec::new(),
+                        skip_range: skip_range.clone(),
+                    }],
+                    properties: Vec::new(),
+                }));
+            }
+        }
+    }
+    finish(cfg, &package, &name, &version, changes)
+}
+
+/// Upgrade edges a release of `version` into `channels` will get, for its CSV: `spec.replaces`
+/// is the edge of the first target channel (the head that channel has now, or for a new channel
+/// the highest lower version released elsewhere), exactly what [`plan_release`] puts into that
+/// channel's entry. When `version` is already released, its recorded entry is returned instead
+/// (so that re-running a release regenerates the same CSV). `Ok(None)`: nothing to replace.
+pub fn csv_edges(
+    cfg: &DeclarativeConfig,
+    package: &str,
+    channels: &[String],
+    version: &Version,
+) -> Result<Option<ChannelEntry>, PlanReleaseError> {
+    let released = cfg
+        .bundles
+        .iter()
+        .filter(|b| b.package == package)
+        .find(|b| bundle_version(b).is_some_and(|v| v.cmp_precedence(version).is_eq()));
+    if let Some(b) = released {
+        let entry = channels
+            .iter()
+            .chain(
+                cfg.channels
+                    .iter()
+                    .filter(|c| c.package == package)
+                    .map(|c| &c.name),
+            )
+            .filter_map(|name| {
+                cfg.channels
+                    .iter()
+                    .find(|c| c.package == package && &c.name == name)
+            })
+            .find_map(|c| c.entries.iter().find(|e| e.name == b.name));
+        return Ok(entry.cloned());
+    }
+    let Some(first) = channels.first() else {
+        return Ok(None);
+    };
+    let replaces = match cfg
+        .channels
+        .iter()
+        .find(|c| c.package == package && &c.name == first)
+    {
+        Some(ch) if !ch.entries.is_empty() => single_head(ch, cfg, package)?.0,
+        _ => bridge(cfg, package, version, ""),
+    };
+    if replaces.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(ChannelEntry {
+        name: String::new(),
+        replaces,
+        skips: Vec::new(),
+        skip_range: String::new(),
+    }))
+}
+
+/// Plans adding the released bundle with `version` of `package` to `channel`.
+pub fn plan_promote(
+    cfg: &DeclarativeConfig,
+    package: &str,
+    version: &str,
+    channel: &str,
+) -> Result<ReleasePlan, PlanReleaseError> {
+    let wanted = Version::parse(version.trim_start_matches('v')).map_err(|e| {
+        PlanReleaseError::Options(format!("{version:?} is not a semver version: {e}"))
+    })?;
+    let bundle = cfg
+        .bundles
+        .iter()
+        .filter(|b| b.package == package)
+        .find(|b| bundle_version(b).is_some_and(|v| v.cmp_precedence(&wanted).is_eq()))
+        .ok_or_else(|| {
+            let mut known: Vec<String> = cfg
+                .bundles
+                .iter()
+                .filter(|b| b.package == package)
+                .filter_map(bundle_version)
+                .map(|v| v.to_string())
+                .collect();
+            known.sort();
+            PlanReleaseError::UnknownVersion {
+                package: package.to_string(),
+                version: version.to_string(),
+                known: if known.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (released: {})", known.join(", "))
+                },
+            }
+        })?;
+    let name = bundle.name.clone();
+    // Its edges elsewhere: keep skips and skipRange, they describe what it can upgrade from.
+    let template = cfg
+        .channels
+        .iter()
+        .filter(|c| c.package == package)
+        .flat_map(|c| c.entries.iter())
+        .find(|e| e.name == name)
+        .cloned()
+        .unwrap_or_default();
+    let existing_ch = cfg
+        .channels
+        .iter()
+        .find(|c| c.package == package && c.name == channel);
+    let mut changes = Vec::new();
+    match existing_ch {
+        Some(ch) if ch.entries.iter().any(|e| e.name == name) => {}
+        Some(ch) if !ch.entries.is_empty() => {
+            let (head, head_v) = single_head(ch, cfg, package)?;
+            if let Some(hv) = &head_v
+                && !wanted.cmp_precedence(hv).is_gt()
+            {
+                return Err(PlanReleaseError::WouldFork {
+                    bundle: name,
+                    version: wanted.to_string(),
+                    channel: channel.to_string(),
+                    head,
+                    head_version: hv.to_string(),
+                });
+            }
+            changes.push(Change::AddEntry {
+                package: package.to_string(),
+                channel: channel.to_string(),
+                entry: ChannelEntry {
+                    name: name.clone(),
+                    replaces: head.clone(),
+                    skips: template.skips.clone(),
+                    skip_range: template.skip_range.clone(),
+                },
+                old_head: head,
+            });
+        }
+        _ => {
+            changes.push(Change::AddChannel(Channel {
+                schema: SCHEMA_CHANNEL.into(),
+                name: channel.to_string(),
+                package: package.to_string(),
+                entries: vec![ChannelEntry {
+                    name: name.clone(),
+                    replaces: bridge(cfg, package, &wanted, &name),
+                    skips: template.skips.clone(),
+                    skip_range: template.skip_range.clone(),
+                }],
+                properties: Vec::new(),
+            }));
+        }
+    }
+    finish(cfg, package, &name, &wanted, changes)
+}

@@ -1,0 +1,26 @@
+//! Shared plumbing of bundle-tool's library crates.
+//!
+//! Owns what every command needs and nobody should write twice: all-or-nothing output
+//! ([`fsio`]), findings and their text/JSON reports ([`findings`]), YAML/JSON documents with the
+//! input named in every error ([`docs`]), and reproducible timestamps from `SOURCE_DATE_EPOCH`
+//! ([`epoch`]).
+//!
+//! It is also the one home of the small grammars several crates (and the operator) need, each
+//! mirroring its upstream definition: OLM skipRanges ([`version_range`], blang/semver), Go
+//! durations ([`duration`]), Kubernetes names ([`k8s_name`], apimachinery) and image references
+//! ([`image_ref`], distribution/reference).
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod confine;
+pub mod docs;
+pub mod duration;
+pub mod epoch;
+pub mod findings;
+pub mod fsio;
+pub mod goyaml;
+pub mod image_ref;
+pub mod k8s_name;
+pub mod version_range;
+
+pub use findings::{Finding, Report, Severity};

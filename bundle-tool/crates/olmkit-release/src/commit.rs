@@ -1,0 +1,143 @@
+//! Step 5, commit: the bundle directory and the catalog update in one changeset (olmkit-core's
+//! crash-safe [`Changeset`]: staged and fsynced in full, an intent journal, fsynced renames),
+//! rooted at the deepest directory holding both, so that either both change or neither does.
+
+use crate::{Event, Prepared, Progress, ReleaseConfig, Stage};
+use olmkit_catalog::catalog_dir::{WriteCatalogError, stage_package_update};
+use olmkit_catalog::release::Outcome;
+use olmkit_core::fsio::{Changeset, WriteOutputError};
+use std::path::{Component, Path, PathBuf};
+use thiserror::Error;
+
+/// Writing the release failed; the changeset left the tree as it was.
+#[derive(Debug, Error)]
+pub enum CommitError {
+    /// The paths cannot be resolved.
+    #[error(transparent)]
+    Path(#[from] std::io::Error),
+    /// The changeset cannot be started (its root is not writable, or locked).
+    #[error(transparent)]
+    Open(Box<WriteOutputError>),
+    /// Staging a file failed.
+    #[error(transparent)]
+    Stage(Box<WriteOutputError>),
+    /// Staging the catalog's package update failed.
+    #[error(transparent)]
+    StageCatalog(Box<WriteCatalogError>),
+    /// Committing the changeset failed.
+    #[error(transparent)]
+    Write(Box<WriteOutputError>),
+}
+
+impl CommitError {
+    /// `hint:` lines.
+    pub fn hints(&self) -> Vec<String> {
+        match self {
+            CommitError::Open(_) => vec!["check that bundle/ and catalog/ are writable".into()],
+            CommitError::Write(_) => {
+                vec!["nothing was changed; check that bundle/ and catalog/ are writable".into()]
+            }
+            CommitError::Path(_) | CommitError::Stage(_) | CommitError::StageCatalog(_) => {
+                Vec::new()
+            }
+        }
+    }
+
+    /// True when the file system refused (permissions, space); staging failures are not.
+    pub fn is_user_error(&self) -> bool {
+        matches!(self, CommitError::Open(_) | CommitError::Write(_))
+    }
+}
+
+impl Prepared {
+    /// Writes the bundle directory (unless it holds these files already) and the catalog
+    /// update (when the plan changes it) in one changeset.
+    pub fn commit(
+        &self,
+        config: &ReleaseConfig,
+        progress: &mut Progress<'_>,
+    ) -> Result<(), CommitError> {
+        progress(Event::Stage(Stage::Commit));
+        let write_bundle = !self.bundle_unchanged;
+        let write_catalog = self.plan.outcome == Outcome::Changed;
+        if !write_bundle && !write_catalog {
+            return Ok(());
+        }
+        let bundle_abs = normalize(&self.bundle_dir)?;
+        let catalog_abs = normalize(&config.catalog_dir)?;
+        let root = common_root(&bundle_abs, &catalog_abs)?;
+        let rel = |abs: &Path| -> Result<PathBuf, CommitError> {
+            abs.strip_prefix(&root)
+                .map(Path::to_path_buf)
+                .map_err(|e| CommitError::Path(std::io::Error::other(e)))
+        };
+        let mut cs = Changeset::new(&root).map_err(|e| CommitError::Open(Box::new(e)))?;
+        if write_bundle {
+            let files = self.generated.files.iter();
+            cs.put_dir(
+                rel(&bundle_abs)?,
+                files.map(|(k, v)| (k.clone(), v.clone())),
+            )
+            .map_err(|e| CommitError::Stage(Box::new(e)))?;
+        }
+        if write_catalog {
+            stage_package_update(
+                &mut cs,
+                &rel(&catalog_abs)?,
+                &self.catalog,
+                &self.package,
+                &self.plan.changes,
+                self.catalog.format_of(&self.package),
+            )
+            .map_err(|e| CommitError::StageCatalog(Box::new(e)))?;
+        }
+        cs.commit().map_err(|e| CommitError::Write(Box::new(e)))
+    }
+}
+
+/// `path` made absolute and with `.` and `..` resolved lexically.
+pub(crate) fn normalize(path: &Path) -> std::io::Result<PathBuf> {
+    let abs = std::path::absolute(path)?;
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    Ok(out)
+}
+
+/// The deepest directory holding both `a` and `b` (both made absolute): the root of the
+/// release's changeset, and so where an interrupted release leaves its journal.
+pub(crate) fn common_root(a: &Path, b: &Path) -> std::io::Result<PathBuf> {
+    let (a, b) = (normalize(a)?, normalize(b)?);
+    Ok(a.components()
+        .zip(b.components())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.as_os_str().to_owned())
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn lexical_normalization() {
+        let n = normalize(Path::new("/a/./b/../c")).unwrap();
+        assert_eq!(n, PathBuf::from("/a/c"));
+    }
+
+    #[test]
+    fn the_changeset_root_holds_both_directories() {
+        let root = common_root(Path::new("/p/bundle/op/0.1.0"), Path::new("/p/catalog")).unwrap();
+        assert_eq!(root, PathBuf::from("/p"));
+        let same = common_root(Path::new("/p/x/../catalog"), Path::new("/p/catalog")).unwrap();
+        assert_eq!(same, PathBuf::from("/p/catalog"));
+    }
+}

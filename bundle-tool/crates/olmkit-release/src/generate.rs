@@ -1,0 +1,206 @@
+//! Step 2, generate: the bundle of the release, through olmkit-bundle's generator, after
+//! pointing the containers that run the manifests' manager image at the new operator image.
+
+use crate::ReleaseConfig;
+use crate::plan::Planned;
+use olmkit_bundle::generate::{
+    GenerateBundleError, GenerateInputs, GenerateOptions, GeneratedBundle, generate_bundle,
+};
+use semver::Version;
+use serde_json::Value;
+use thiserror::Error;
+
+/// The bundle could not be generated.
+#[derive(Debug, Error)]
+pub enum GenerateError {
+    /// `--operator-repo` was given but no Deployment runs an image to replace.
+    #[error("--operator-repo: the manifests have no Deployment whose image could be set")]
+    NoDeployment,
+    /// The generator refused the manifests.
+    #[error(transparent)]
+    Bundle(Box<GenerateBundleError>),
+}
+
+impl GenerateError {
+    /// `hint:` lines.
+    pub fn hints(&self) -> Vec<String> {
+        match self {
+            GenerateError::NoDeployment => vec![
+                "the operator's Deployment (config/manager) must be among the manifests".into(),
+            ],
+            GenerateError::Bundle(e) => e.hint().into_iter().collect(),
+        }
+    }
+
+    /// Always: the manifests or the flags are at fault.
+    pub fn is_user_error(&self) -> bool {
+        true
+    }
+}
+
+/// Generates the bundle of `planned`, the manager's containers running `operator_ref` (the
+/// operator image by tag, or by digest when the CSV pins it; `None` when nothing names it).
+pub fn generate(
+    config: &ReleaseConfig,
+    planned: &Planned,
+    mut inputs: GenerateInputs,
+    operator_ref: Option<&str>,
+) -> Result<GeneratedBundle, GenerateError> {
+    match (&planned.names.current_repo, operator_ref) {
+        (Some(repo), Some(new_ref)) => {
+            set_operator_image(&mut inputs, repo, new_ref);
+        }
+        (None, _) if config.operator_repo.is_some() => return Err(GenerateError::NoDeployment),
+        _ => {}
+    }
+    let mut opts = options(
+        config,
+        &planned.version,
+        planned.created_at.clone(),
+        planned.replaces.clone(),
+        planned.skips.clone(),
+        planned.skip_range.clone(),
+        planned.bundle_default.clone(),
+    );
+    opts.channels = planned.channels.clone();
+    generate_bundle(&inputs, &opts).map_err(|e| GenerateError::Bundle(Box::new(e)))
+}
+
+/// The generator's options for this release.
+pub(crate) fn options(
+    config: &ReleaseConfig,
+    version: &Version,
+    created_at: String,
+    replaces: Option<String>,
+    skips: Vec<String>,
+    skip_range: Option<String>,
+    default_channel: Option<String>,
+) -> GenerateOptions {
+    GenerateOptions {
+        version: version.to_string(),
+        package: config.package.clone(),
+        channels: config.channels.clone(),
+        default_channel,
+        replaces,
+        skips,
+        skip_range,
+        created_at,
+        builder: config.builder.clone(),
+    }
+}
+
+/// An image reference without its tag or digest.
+pub fn repository(reference: &str) -> String {
+    let no_digest = reference.split('@').next().unwrap_or(reference);
+    match no_digest.rfind(':') {
+        Some(i) if !no_digest[i..].contains('/') => no_digest[..i].to_string(),
+        _ => no_digest.to_string(),
+    }
+}
+
+fn containers_mut(doc: &mut Value) -> impl Iterator<Item = &mut Value> {
+    let spec = doc.pointer_mut("/spec/template/spec");
+    let mut out = Vec::new();
+    if let Some(Value::Object(spec)) = spec {
+        for (k, v) in spec.iter_mut() {
+            if (k == "containers" || k == "initContainers")
+                && let Value::Array(list) = v
+            {
+                out.extend(list.iter_mut());
+            }
+        }
+    }
+    out.into_iter()
+}
+
+/// Points every Deployment container running an image of `repo` at `new_ref`; returns how many.
+pub fn set_operator_image(inputs: &mut GenerateInputs, repo: &str, new_ref: &str) -> usize {
+    let mut n = 0;
+    for d in inputs
+        .manifests
+        .iter_mut()
+        .filter(|d| d.kind() == "Deployment")
+    {
+        for c in containers_mut(&mut d.object) {
+            let runs_repo = c
+                .get("image")
+                .and_then(Value::as_str)
+                .is_some_and(|i| repository(i) == repo);
+            if runs_repo {
+                c["image"] = Value::from(new_ref);
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn repositories() {
+        assert_eq!(repository("quay.io/x/op:0.1.0"), "quay.io/x/op");
+        assert_eq!(repository("localhost:5000/x/op"), "localhost:5000/x/op");
+        assert_eq!(repository("localhost:5000/x/op:v1"), "localhost:5000/x/op");
+        assert_eq!(
+            repository(
+                "quay.io/x/op@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+            ),
+            "quay.io/x/op"
+        );
+        assert_eq!(repository("controller"), "controller");
+    }
+
+    #[test]
+    fn operator_image_is_rewritten_only_where_it_runs() {
+        let doc = |kind: &str, images: &[&str]| olmkit_bundle::load::InputDocument {
+            source: "t".into(),
+            index: 1,
+            item: None,
+            object: json!({
+                "kind": kind,
+                "spec": {"template": {"spec": {
+                    "initContainers": [{"name": "init", "image": "busybox:1"}],
+                    "containers": images.iter().map(|i| json!({"name": "manager", "image": i})).collect::<Vec<_>>()
+                }}}
+            }),
+        };
+        let mut inputs = GenerateInputs {
+            manifests: vec![
+                doc("StatefulSet", &["quay.io/x/other:0.1.0"]),
+                doc("Deployment", &["quay.io/x/op:0.1.0", "memcached:1.6"]),
+                doc("StatefulSet", &["quay.io/x/op:0.1.0"]),
+            ],
+            ..Default::default()
+        };
+        // The manager image comes from the Deployments only.
+        assert_eq!(inputs.manager_image(), Some("quay.io/x/op:0.1.0"));
+        assert_eq!(
+            set_operator_image(&mut inputs, "quay.io/x/op", "quay.io/x/op:0.2.0"),
+            1
+        );
+        let d = &inputs.manifests[1].object;
+        assert_eq!(
+            d.pointer("/spec/template/spec/containers/0/image"),
+            Some(&json!("quay.io/x/op:0.2.0"))
+        );
+        assert_eq!(
+            d.pointer("/spec/template/spec/containers/1/image"),
+            Some(&json!("memcached:1.6"))
+        );
+        assert_eq!(
+            d.pointer("/spec/template/spec/initContainers/0/image"),
+            Some(&json!("busybox:1"))
+        );
+        // Only Deployments are the operator's install strategy.
+        assert_eq!(
+            inputs.manifests[2]
+                .object
+                .pointer("/spec/template/spec/containers/0/image"),
+            Some(&json!("quay.io/x/op:0.1.0"))
+        );
+    }
+}

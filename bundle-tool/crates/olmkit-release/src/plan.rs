@@ -1,0 +1,559 @@
+//! Step 1, plan: everything a release decides before generating anything, from the flags, the
+//! catalog and the manifests: the version, the package and its target channels, the CSV's
+//! upgrade edges, `createdAt`, the image names; and, once the bundle image is known, the
+//! catalog changes ([`plan_catalog`]), through olmkit-catalog's release planner.
+//!
+//! A version already in the catalog is a re-release: its recorded edges, channels, bundle
+//! image and `createdAt` are reused, so that re-running it regenerates the same bytes.
+
+use crate::generate::{options, repository};
+use crate::{Hinted, ReleaseConfig};
+use olmkit_bundle::generate::{GenerateBundleError, GenerateInputs, generate_bundle};
+use olmkit_bundle::{Bundle, LoadBundleError};
+use olmkit_catalog::catalog_dir::CatalogDir;
+use olmkit_catalog::declcfg::{DeclarativeConfig, LoadCatalogError};
+use olmkit_catalog::release::{
+    Change, PlanReleaseError, ReleasePlan, ReleaseRequest, SkipRangeMode, csv_edges, plan_release,
+    skip_range_for,
+};
+use olmkit_catalog::render::{RenderBundleError, RenderOptions, render_bundle_release};
+use olmkit_core::epoch::{self, ReadEpochError};
+use semver::Version;
+use serde_json::Value;
+use std::path::PathBuf;
+use thiserror::Error;
+
+/// The hint of every `SOURCE_DATE_EPOCH` problem.
+const EPOCH_HINT: &str = "unset SOURCE_DATE_EPOCH or set it to seconds since 1970";
+
+/// Planning refused the release, or could not read what it plans from.
+#[derive(Debug, Error)]
+pub enum PlanError {
+    /// `--version` is not semver.
+    #[error("--version {given:?} is not a semver version: {message}")]
+    Version {
+        /// The flag's value.
+        given: String,
+        /// The parser's complaint.
+        message: String,
+    },
+    /// The catalog directory cannot be loaded.
+    #[error(transparent)]
+    Catalog(Box<Hinted<LoadCatalogError>>),
+    /// The manifests do not generate a bundle (read for the package name).
+    #[error(transparent)]
+    Generate(Box<GenerateBundleError>),
+    /// A new version not above the head of a target channel.
+    #[error(
+        "--version {} is not above the head of channel {}, {} ({}): a release adds the new head of its channels",
+        .0.version, .0.channel, .0.head, .0.head_version
+    )]
+    NotAboveHead(Box<HeadConflict>),
+    /// The CSV's edges or skipRange cannot be derived.
+    #[error(transparent)]
+    Edges(Box<PlanReleaseError>),
+    /// The version's bundle directory exists but is not a bundle.
+    #[error(transparent)]
+    Existing(Box<Hinted<LoadBundleError>>),
+    /// `SOURCE_DATE_EPOCH` is not usable.
+    #[error(transparent)]
+    Epoch(#[from] ReadEpochError),
+    /// The bundle cannot be rendered to its catalog blob.
+    #[error(transparent)]
+    Render(Box<RenderBundleError>),
+    /// The catalog change would break the package's graph.
+    #[error(transparent)]
+    Graph(Box<PlanReleaseError>),
+    /// The CSV's `replaces` and the first channel's new entry disagree (a bug).
+    #[error("the CSV replaces {csv:?} but the catalog entry would replace {catalog:?}")]
+    EdgeMismatch {
+        /// The CSV's `spec.replaces`.
+        csv: Option<String>,
+        /// The entry's `replaces`.
+        catalog: String,
+    },
+}
+
+/// A target channel whose head is not below the version released.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeadConflict {
+    /// The version released.
+    pub version: Version,
+    /// The channel.
+    pub channel: String,
+    /// Its head bundle.
+    pub head: String,
+    /// The head's version.
+    pub head_version: Version,
+}
+
+impl PlanError {
+    /// `hint:` lines.
+    pub fn hints(&self) -> Vec<String> {
+        match self {
+            PlanError::Version { .. } => vec!["versions look like 0.4.0 or 1.0.0-rc.1".into()],
+            PlanError::Catalog(h) => h.hints.clone(),
+            PlanError::Existing(h) => h.hints.clone(),
+            PlanError::Generate(e) => e.hint().into_iter().collect(),
+            PlanError::NotAboveHead(c) => {
+                let (channel, head_version) = (&c.channel, &c.head_version);
+                let next = Version::new(
+                    head_version.major,
+                    head_version.minor,
+                    head_version.patch + 1,
+                );
+                vec![
+                    format!("release a version above {head_version} (e.g. --version {next})"),
+                    format!(
+                        "to add an already released version to channel {channel}, use `bundle-tool promote VERSION --to {channel}`"
+                    ),
+                ]
+            }
+            PlanError::Epoch(_) => vec![EPOCH_HINT.into()],
+            PlanError::Graph(_) => vec![
+                "nothing was written; `bundle-tool graph` shows the channels as they are".into(),
+            ],
+            PlanError::Edges(_) | PlanError::Render(_) | PlanError::EdgeMismatch { .. } => {
+                Vec::new()
+            }
+        }
+    }
+
+    /// False only for the edge mismatch, which is a bug.
+    pub fn is_user_error(&self) -> bool {
+        !matches!(self, PlanError::EdgeMismatch { .. })
+    }
+}
+
+/// The version and the catalog, read before the manifests are.
+#[derive(Debug)]
+pub struct Opened {
+    /// The version released.
+    pub version: Version,
+    /// The catalog as it is.
+    pub catalog: CatalogDir,
+}
+
+/// Parses the version and loads the catalog (and warms the validator's schemas meanwhile).
+pub fn open(config: &ReleaseConfig) -> Result<Opened, PlanError> {
+    let version =
+        Version::parse(config.version.trim_start_matches('v')).map_err(|e| PlanError::Version {
+            given: config.version.clone(),
+            message: e.to_string(),
+        })?;
+    olmkit_bundle::schemas::prewarm();
+    let catalog = CatalogDir::open(&config.catalog_dir).map_err(|e| {
+        PlanError::Catalog(Box::new(Hinted::new(
+            e,
+            [format!(
+                "fix the catalog first (bundle-tool catalog validate {})",
+                config.catalog_dir.display()
+            )],
+        )))
+    })?;
+    Ok(Opened { version, catalog })
+}
+
+/// The repositories of the release's images; `None` where nothing names one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImageNames {
+    /// The repository of the manifests' manager image, as it is.
+    pub current_repo: Option<String>,
+    /// The operator image's repository.
+    pub operator_repo: Option<String>,
+    /// The bundle image's repository.
+    pub bundle_repo: Option<String>,
+    /// The catalog image's repository.
+    pub catalog_repo: Option<String>,
+}
+
+/// What [`plan`] decided.
+#[derive(Debug)]
+pub struct Planned {
+    /// The version released.
+    pub version: Version,
+    /// Package name.
+    pub package: String,
+    /// Target channels, in order, without repeats.
+    pub channels: Vec<String>,
+    /// `<bundle_root>/<package>/<version>`.
+    pub bundle_dir: PathBuf,
+    /// For a re-release: the bundle image its catalog entry names.
+    pub recorded_image: Option<String>,
+    /// `--skip-range` as the planner's mode.
+    pub skip_mode: SkipRangeMode,
+    /// The CSV's `spec.replaces`.
+    pub replaces: Option<String>,
+    /// The CSV's `spec.skips`.
+    pub skips: Vec<String>,
+    /// The CSV's `olm.skipRange`.
+    pub skip_range: Option<String>,
+    /// The version's bundle directory, when it exists already.
+    pub existing: Option<Bundle>,
+    /// The CSV's `createdAt`.
+    pub created_at: String,
+    /// The images' build time.
+    pub image_time: jiff::Timestamp,
+    /// Image repositories.
+    pub names: ImageNames,
+    /// The package's default channel after the release.
+    pub default_channel: Option<String>,
+    /// The default channel the bundle's annotations name (only one of its own channels).
+    pub bundle_default: Option<String>,
+}
+
+/// Plans the release of `opened.version` from `inputs`.
+pub fn plan(
+    config: &ReleaseConfig,
+    opened: &Opened,
+    inputs: &GenerateInputs,
+) -> Result<Planned, PlanError> {
+    let version = &opened.version;
+    let cfg = &opened.catalog.config;
+    // The package, from a first generation with the manifests as they are.
+    let probe = options(config, version, String::new(), None, Vec::new(), None, None);
+    let package = generate_bundle(inputs, &probe)
+        .map_err(|e| PlanError::Generate(Box::new(e)))?
+        .package;
+    let channels = target_channels(config, cfg, &package, version);
+    let bundle_dir = config.bundle_root.join(&package).join(version.to_string());
+
+    // Edges of the CSV: the recorded ones for a released version, else the first channel's head.
+    let recorded_image = released_bundle(cfg, &package, version).map(|b| b.image.clone());
+    if recorded_image.is_none() {
+        require_above_heads(cfg, &package, &channels, version)?;
+    }
+    let skip_mode = skip_mode(config);
+    let (replaces, skips, skip_range) =
+        csv_edge_options(cfg, &package, &channels, version, &skip_mode)?;
+
+    // createdAt: a released bundle keeps its own, so that re-running its release is a no-op.
+    let existing = if bundle_dir.exists() {
+        Some(olmkit_bundle::load_bundle_dir(&bundle_dir).map_err(|e| {
+            PlanError::Existing(Box::new(Hinted::new(
+                e,
+                [format!(
+                    "{} exists but is not a bundle; move it away",
+                    bundle_dir.display()
+                )],
+            )))
+        })?)
+    } else {
+        None
+    };
+    let created_at = created_at(existing.as_ref())?;
+    // A released version's images are rebuilt with the time of its release (its CSV's
+    // createdAt, which the release took from SOURCE_DATE_EPOCH): a re-run then reproduces the
+    // published digests instead of making every image differ by its build time alone.
+    let image_time = match existing
+        .as_ref()
+        .and_then(|_| created_at.parse::<jiff::Timestamp>().ok())
+    {
+        Some(t) => t,
+        None => epoch::source_date_epoch()?.unwrap_or(jiff::Timestamp::UNIX_EPOCH),
+    };
+    let names = image_names(config, inputs);
+    let default_channel = config.default_channel.clone().or_else(|| {
+        cfg.packages
+            .iter()
+            .find(|p| p.name == package)
+            .map(|p| p.default_channel.clone())
+            .filter(|d| channels.contains(d))
+    });
+    let bundle_default = default_channel.clone().filter(|d| channels.contains(d));
+    Ok(Planned {
+        version: version.clone(),
+        package,
+        channels,
+        bundle_dir,
+        recorded_image,
+        skip_mode,
+        replaces,
+        skips,
+        skip_range,
+        existing,
+        created_at,
+        image_time,
+        names,
+        default_channel,
+        bundle_default,
+    })
+}
+
+/// Image names. The manifests' manager image says which containers run the operator; the
+/// release points them at REPO:VERSION (like `kustomize edit set image controller=...`).
+fn image_names(config: &ReleaseConfig, inputs: &GenerateInputs) -> ImageNames {
+    let current_repo = inputs.manager_image().map(repository);
+    let operator_repo = match &config.operator_repo {
+        Some(r) => Some(repository(r)),
+        None => current_repo.clone(),
+    };
+    let repo_for = |explicit: &Option<String>, suffix: &str| -> Option<String> {
+        explicit
+            .as_ref()
+            .map(|r| repository(r))
+            .or_else(|| operator_repo.as_ref().map(|o| format!("{o}{suffix}")))
+    };
+    ImageNames {
+        bundle_repo: repo_for(&config.bundle_repo, "-bundle"),
+        catalog_repo: repo_for(&config.catalog_repo, "-catalog"),
+        current_repo,
+        operator_repo,
+    }
+}
+
+/// The catalog changes for the bundle `loaded`, whose catalog entry names `image`; checks that
+/// the CSV's `replaces` is the edge the first target channel gets.
+pub fn plan_catalog(
+    planned: &Planned,
+    catalog: &CatalogDir,
+    loaded: &Bundle,
+    image: &str,
+) -> Result<ReleasePlan, PlanError> {
+    let blob = render_bundle_release(loaded, image, &RenderOptions::default())
+        .map_err(|e| PlanError::Render(Box::new(e)))?;
+    let plan = plan_release(
+        &catalog.config,
+        &ReleaseRequest {
+            bundle: blob,
+            channels: planned.channels.clone(),
+            default_channel: planned.default_channel.clone(),
+            skip_range: planned.skip_mode.clone(),
+        },
+    )
+    .map_err(|e| PlanError::Graph(Box::new(e)))?;
+    let first = planned.channels.first();
+    let first_edge = plan.changes.iter().find_map(|c| match c {
+        Change::AddEntry { channel, entry, .. } if Some(channel) == first => {
+            Some(entry.replaces.clone())
+        }
+        Change::AddChannel(ch) if Some(&ch.name) == first => {
+            ch.entries.first().map(|e| e.replaces.clone())
+        }
+        _ => None,
+    });
+    if let Some(edge) = first_edge
+        && edge != planned.replaces.clone().unwrap_or_default()
+    {
+        return Err(PlanError::EdgeMismatch {
+            csv: planned.replaces.clone(),
+            catalog: edge,
+        });
+    }
+    Ok(plan)
+}
+
+/// The catalog's bundle of `package` at `version`, when that version is released.
+fn released_bundle<'a>(
+    cfg: &'a DeclarativeConfig,
+    package: &str,
+    version: &Version,
+) -> Option<&'a olmkit_catalog::declcfg::Bundle> {
+    cfg.bundles.iter().find(|b| {
+        b.package == package
+            && olmkit_catalog::validate::bundle_version(b)
+                .is_some_and(|v| v.cmp_precedence(version).is_eq())
+    })
+}
+
+/// A new version must be above the head of every target channel that has one: the release
+/// makes it the new head (no channel gets a second one). Refused here, before a bundle is
+/// generated, because later the refusal would surface as a validation error about config/.
+fn require_above_heads(
+    cfg: &DeclarativeConfig,
+    package: &str,
+    channels: &[String],
+    version: &Version,
+) -> Result<(), PlanError> {
+    let Some(graph) = olmkit_catalog::graph::package_graphs(cfg)
+        .into_iter()
+        .find(|g| g.package == package)
+    else {
+        return Ok(());
+    };
+    for channel in channels {
+        let Some(head) = graph.channel(channel).and_then(|c| c.head()) else {
+            continue;
+        };
+        let Some(head_version) = cfg
+            .bundles
+            .iter()
+            .find(|b| b.package == package && b.name == head)
+            .and_then(olmkit_catalog::validate::bundle_version)
+        else {
+            continue;
+        };
+        if version.cmp_precedence(&head_version).is_gt() {
+            continue;
+        }
+        return Err(PlanError::NotAboveHead(Box::new(HeadConflict {
+            version: version.clone(),
+            channel: channel.clone(),
+            head: head.to_string(),
+            head_version,
+        })));
+    }
+    Ok(())
+}
+
+/// Versions of `package` in the catalog above `version`. Re-running the release of `version`
+/// once these exist cannot rebuild its catalog image: today's catalog holds them, the image
+/// released with `version` did not, and what else changed since (default channel, promotions,
+/// new channels) is not recorded, so the old catalog cannot be reconstructed exactly.
+pub fn later_versions(cfg: &DeclarativeConfig, package: &str, version: &Version) -> Vec<Version> {
+    let mut out: Vec<Version> = cfg
+        .bundles
+        .iter()
+        .filter(|b| b.package == package)
+        .filter_map(olmkit_catalog::validate::bundle_version)
+        .filter(|v| v.cmp_precedence(version).is_gt())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The CSV's upgrade edges: `spec.replaces`, `spec.skips`, the `olm.skipRange` annotation.
+type CsvEdges = (Option<String>, Vec<String>, Option<String>);
+
+/// `--skip-range` as the planner's mode.
+fn skip_mode(config: &ReleaseConfig) -> SkipRangeMode {
+    match config.skip_range.as_deref() {
+        None => SkipRangeMode::None,
+        Some("") => SkipRangeMode::BelowNew,
+        Some(r) => SkipRangeMode::Explicit(r.to_string()),
+    }
+}
+
+/// The CSV's `replaces`, `skips` and `olm.skipRange`: the recorded ones for a released version
+/// (so a re-run regenerates the same CSV), else the first target channel's edge and the
+/// requested skipRange.
+fn csv_edge_options(
+    cfg: &DeclarativeConfig,
+    package: &str,
+    channels: &[String],
+    version: &Version,
+    mode: &SkipRangeMode,
+) -> Result<CsvEdges, PlanError> {
+    let released = released_bundle(cfg, package, version).is_some();
+    let edges_err = |e| PlanError::Edges(Box::new(e));
+    let edges = csv_edges(cfg, package, channels, version).map_err(edges_err)?;
+    let non_empty = |s: &str| Some(s.to_string()).filter(|s| !s.is_empty());
+    Ok(match (released, edges) {
+        (true, Some(e)) => (non_empty(&e.replaces), e.skips, non_empty(&e.skip_range)),
+        (true, None) => (None, Vec::new(), None),
+        (false, e) => (
+            e.map(|e| e.replaces),
+            Vec::new(),
+            non_empty(&skip_range_for(mode, version).map_err(edges_err)?),
+        ),
+    })
+}
+
+/// `createdAt`: a released bundle keeps its own, so that re-running its release is a no-op;
+/// a new one gets SOURCE_DATE_EPOCH (or now).
+fn created_at(existing: Option<&Bundle>) -> Result<String, PlanError> {
+    let recorded = existing
+        .and_then(|b| b.csv())
+        .and_then(|c| c.object.pointer("/metadata/annotations/createdAt"))
+        .and_then(Value::as_str);
+    match recorded {
+        Some(c) => Ok(c.to_string()),
+        None => Ok(epoch::build_time().map(epoch::rfc3339)?),
+    }
+}
+
+/// The channels to release into: as given; else, for a released version, the channels it is
+/// in (so that re-running its release needs no flags); else the package's default channel, or
+/// `alpha` for a new package.
+fn target_channels(
+    config: &ReleaseConfig,
+    cfg: &DeclarativeConfig,
+    package: &str,
+    version: &Version,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in &config.channels {
+        if !out.contains(c) {
+            out.push(c.clone());
+        }
+    }
+    if out.is_empty()
+        && let Some(b) = released_bundle(cfg, package, version)
+    {
+        out = cfg
+            .channels
+            .iter()
+            .filter(|c| c.package == package && c.entries.iter().any(|e| e.name == b.name))
+            .map(|c| c.name.clone())
+            .collect();
+    }
+    if out.is_empty() {
+        out.push(
+            cfg.packages
+                .iter()
+                .find(|p| p.name == package && !p.default_channel.is_empty())
+                .map(|p| p.default_channel.clone())
+                .unwrap_or_else(|| "alpha".into()),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn config(channels: &[&str]) -> ReleaseConfig {
+        ReleaseConfig {
+            channels: channels.iter().map(|c| c.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn channels_are_the_given_ones_without_repeats_else_alpha_for_a_new_package() {
+        let cfg = DeclarativeConfig::default();
+        let v = Version::new(0, 1, 0);
+        assert_eq!(
+            target_channels(&config(&["stable", "alpha", "stable"]), &cfg, "p", &v),
+            ["stable", "alpha"]
+        );
+        assert_eq!(target_channels(&config(&[]), &cfg, "p", &v), ["alpha"]);
+    }
+
+    #[test]
+    fn skip_range_flag_modes() {
+        let mut c = config(&[]);
+        assert_eq!(skip_mode(&c), SkipRangeMode::None);
+        c.skip_range = Some(String::new());
+        assert_eq!(skip_mode(&c), SkipRangeMode::BelowNew);
+        c.skip_range = Some(">=0.1.0 <0.2.0".into());
+        assert_eq!(
+            skip_mode(&c),
+            SkipRangeMode::Explicit(">=0.1.0 <0.2.0".into())
+        );
+    }
+
+    #[test]
+    fn a_version_below_a_head_names_the_next_patch_and_promote() {
+        let e = PlanError::NotAboveHead(Box::new(HeadConflict {
+            version: Version::new(0, 2, 0),
+            channel: "stable".into(),
+            head: "p.v0.3.0".into(),
+            head_version: Version::new(0, 3, 0),
+        }));
+        assert_eq!(
+            e.to_string(),
+            "--version 0.2.0 is not above the head of channel stable, p.v0.3.0 (0.3.0): a release adds the new head of its channels"
+        );
+        let hints = e.hints();
+        assert!(hints[0].contains("--version 0.3.1"), "{hints:?}");
+        assert!(
+            hints[1].contains("promote VERSION --to stable"),
+            "{hints:?}"
+        );
+        assert!(e.is_user_error());
+    }
+}

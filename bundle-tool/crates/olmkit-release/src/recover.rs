@@ -1,0 +1,81 @@
+//! Step 0, recover: finishes a release that was killed while committing (its journal is rolled
+//! forward, so the tree holds that release in full) and removes staging left by dead runs,
+//! before anything is read: otherwise a half-committed tree would make this run refuse or plan
+//! the wrong change.
+
+use crate::commit::common_root;
+use olmkit_core::fsio::WriteOutputError;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// An interrupted release cannot be completed.
+#[derive(Debug, Error)]
+pub enum RecoverError {
+    /// The paths cannot be resolved.
+    #[error(transparent)]
+    Path(#[from] std::io::Error),
+    /// The journal cannot be rolled forward.
+    #[error(transparent)]
+    Journal(Box<WriteOutputError>),
+}
+
+impl RecoverError {
+    /// `hint:` lines.
+    pub fn hints(&self) -> Vec<String> {
+        match self {
+            RecoverError::Journal(_) => vec![
+                "an interrupted release left a journal that cannot be completed; check that bundle/ and catalog/ are writable".into(),
+            ],
+            RecoverError::Path(_) => Vec::new(),
+        }
+    }
+
+    /// True for a journal that cannot be completed (permissions); false for path errors.
+    pub fn is_user_error(&self) -> bool {
+        matches!(self, RecoverError::Journal(_))
+    }
+}
+
+/// What [`recover_interrupted`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// The changeset root looked at (where both `bundle/` and the catalog live).
+    pub root: PathBuf,
+    /// A journal was found: an interrupted release was completed.
+    pub journal_found: bool,
+    /// Pending changes applied from it.
+    pub rolled_forward: usize,
+    /// Staging directories of dead runs removed.
+    pub stale_stages_removed: usize,
+}
+
+/// Completes an interrupted release under the common root of `bundle_root` and `catalog_dir`.
+pub fn recover_interrupted(
+    bundle_root: &Path,
+    catalog_dir: &Path,
+) -> Result<Recovered, RecoverError> {
+    let root = common_root(bundle_root, catalog_dir)?;
+    let rec = olmkit_core::fsio::recover(&root).map_err(|e| RecoverError::Journal(Box::new(e)))?;
+    Ok(Recovered {
+        root,
+        journal_found: rec.journal_found,
+        rolled_forward: rec.rolled_forward,
+        stale_stages_removed: rec.stale_stages_removed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_tree_without_a_journal_needs_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rec =
+            recover_interrupted(&tmp.path().join("bundle"), &tmp.path().join("catalog")).unwrap();
+        assert_eq!(rec.root, tmp.path());
+        assert!(!rec.journal_found);
+        assert_eq!(rec.rolled_forward, 0);
+    }
+}
