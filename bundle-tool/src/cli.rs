@@ -1,6 +1,7 @@
 //! The command-line grammar of bundle-tool.
 
 use crate::cmd;
+use crate::exit::CmdError;
 use crate::output::GlobalArgs;
 use clap::{Parser, Subcommand};
 
@@ -52,6 +53,27 @@ pub enum Command {
     Upgrade(cmd::upgrade::Args),
     /// Approve a pending manual InstallPlan.
     Approve(cmd::approve::Args),
+}
+
+/// Runs the parsed command (here, so that the command modules never import the CLI back).
+pub async fn dispatch(cli: Cli) -> Result<(), CmdError> {
+    let g = &cli.global;
+    match cli.command {
+        Command::Generate(c) => cmd::generate::run(c, g).await,
+        Command::Validate(a) => cmd::validate::run(a, g).await,
+        Command::Render(a) => cmd::render::run(a, g).await,
+        Command::Catalog(c) => cmd::catalog::run(c, g).await,
+        Command::Release(a) => cmd::release::run(a, g).await,
+        Command::Promote(a) => cmd::promote::run(a, g).await,
+        Command::Graph(a) => cmd::graph::run(a, g).await,
+        Command::Explain(c) => cmd::explain::run(c, g).await,
+        Command::Image(c) => cmd::image::run(c, g).await,
+        Command::Serve(a) => cmd::serve::run(a, g).await,
+        Command::Install(a) => cmd::install::run(a, g).await,
+        Command::Status(a) => cmd::status::run(a, g).await,
+        Command::Upgrade(a) => cmd::upgrade::run(a, g).await,
+        Command::Approve(a) => cmd::approve::run(a, g).await,
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,6 @@ pub fn main() -> ExitCode {
             return ExitCode::from(exit::UNEXPECTED);
         }
     };
-    let result = runtime.block_on(cmd::dispatch(cli));
+    let result = runtime.block_on(cli::dispatch(cli));
     exit::report(result)
 }

@@ -86,10 +86,18 @@ async fn main() -> anyhow::Result<()> {
             .with_context(|| format!("writing kubeconfig {}", path.display()))?;
         tracing::info!(path = %path.display(), "kubeconfig written");
     }
+    // The handlers exist before "listening" is printed: a caller that stops us as soon as we
+    // are up must get a clean shutdown, not the default SIGTERM death.
+    let signals = wait_for_signal();
+    let mut signals = std::pin::pin!(signals);
+    // Polled once so that the handlers are registered now.
+    let signalled = futures::poll!(signals.as_mut()).is_ready();
     println!("listening on {}", standin.url());
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
-    wait_for_signal().await;
+    if !signalled {
+        signals.await;
+    }
     tracing::info!("shutting down");
     standin.shutdown().await;
     Ok(())

@@ -27,23 +27,9 @@ pub mod server;
 pub mod service;
 pub mod split;
 
-/// The `api` package: messages and the `Registry`/`ExperimentalRegistry` services, generated
-/// from `proto/registry.proto` (the project's own wire-compatible copy of operator-registry's
-/// API).
-#[allow(missing_docs, clippy::all, clippy::pedantic, clippy::unwrap_used)]
-pub mod pb {
-    tonic::include_proto!("api");
+pub mod pb;
 
-    /// Encoded descriptor set of `registry.proto` and its imports, for gRPC reflection.
-    pub const FILE_DESCRIPTOR_SET: &[u8] =
-        include_bytes!(concat!(env!("OUT_DIR"), "/registry_descriptor.bin"));
-}
-
-/// The index file format (`proto/index.proto`).
-#[allow(missing_docs, clippy::all, clippy::pedantic, clippy::unwrap_used)]
-pub mod index_pb {
-    tonic::include_proto!("olmkit.index.v1");
-}
+pub mod index_pb;
 
 /// The tonic version the generated clients and servers use (for callers building channels).
 pub use tonic;

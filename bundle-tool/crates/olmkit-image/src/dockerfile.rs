@@ -12,7 +12,7 @@
 //! [`parse_instructions`] reads Dockerfiles back (continuations, comments, exec-form JSON) so
 //! tests and [`bundle_dockerfile_drift`] can compare a Dockerfile with an image.
 
-use crate::images::{
+use crate::paths::{
     CATALOG_PORT, CATALOG_SERVER_PATH, CONFIGS_DIR, CONFIGS_LABEL, HEALTH_PROBE_PATH, INDEX_PATH,
 };
 use crate::tree::Owner;
@@ -59,7 +59,7 @@ impl CatalogBase {
             from: DISTROLESS_NONROOT.into(),
             server: server.into(),
             health_probe: None,
-            args: crate::images::default_server_args(),
+            args: crate::paths::default_server_args(),
             user: Owner::NONROOT,
         }
     }

@@ -24,24 +24,16 @@ use crate::build::{
     check_label_key,
 };
 use crate::elf::inspect_binary;
+pub use crate::paths::{
+    CATALOG_PORT, CATALOG_SERVER_PATH, CONFIGS_DIR, CONFIGS_LABEL, HEALTH_PROBE_PATH, INDEX_PATH,
+    default_server_args,
+};
 use crate::tree::{EXEC_MODE, FILE_MODE, FileTree, Owner};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Label (and annotation) prefix of the OCI pre-defined keys.
 pub const OCI_PREFIX: &str = "org.opencontainers.image.";
-/// The label OLM reads to find the FBC inside a catalog image.
-pub const CONFIGS_LABEL: &str = "operators.operatorframework.io.index.configs.v1";
-/// Where the catalog goes inside a catalog image.
-pub const CONFIGS_DIR: &str = "/configs";
-/// Where the catalog server goes inside a catalog image.
-pub const CATALOG_SERVER_PATH: &str = "/bin/catalog-server";
-/// Where a precomputed catalog index goes (next to `/configs`, where the server looks).
-pub const INDEX_PATH: &str = "/index";
-/// The health probe OLM execs in catalog pods.
-pub const HEALTH_PROBE_PATH: &str = "/bin/grpc_health_probe";
-/// Port OLM connects to in catalog pods.
-pub const CATALOG_PORT: u16 = 50051;
 /// Where an operator binary goes.
 pub const OPERATOR_BIN_DIR: &str = "/usr/local/bin";
 /// Where an optional CA bundle goes.
@@ -380,16 +372,6 @@ impl CatalogServer {
             allow_dynamic: false,
         }
     }
-}
-
-/// `/configs --port 50051`: the arguments of the `catalog-server` binary (`bundle-tool serve`
-/// takes the same after its subcommand).
-pub fn default_server_args() -> Vec<String> {
-    vec![
-        CONFIGS_DIR.into(),
-        "--port".into(),
-        CATALOG_PORT.to_string(),
-    ]
 }
 
 /// Inputs of the catalog image.

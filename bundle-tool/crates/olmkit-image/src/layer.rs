@@ -7,8 +7,8 @@
 //! at a fixed compression level. The tar is hashed while it is compressed, giving the layer's
 //! `diff_id` (sha256 of the uncompressed tar) without a second pass.
 
-use crate::build::BuildImageError;
 use crate::digest::{Digest, Hasher};
+use crate::error::BuildImageError;
 use crate::tree::{EntryKind, FileTree};
 use flate2::write::GzEncoder;
 use std::io::Write;

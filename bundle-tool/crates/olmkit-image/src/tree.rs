@@ -7,7 +7,7 @@
 //! machine that builds the image. Files copied from the host get mode 0755 when any execute bit
 //! is set and 0644 otherwise (git checkouts differ only in that bit).
 
-use crate::build::BuildImageError;
+use crate::error::BuildImageError;
 use std::collections::BTreeMap;
 use std::path::{Component, Path};
 
