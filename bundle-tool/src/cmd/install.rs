@@ -210,7 +210,7 @@ fn announce_catalog(cat: &PackageView, image: &str, channel: Option<&str>) {
     let matching = match &m.matching_tag {
         Some(t) => format!(
             ", or use the image tag that matches {path} (--catalog-image {}:{t})",
-            image_repository(image)
+            olmkit_core::image_ref::repository_as_written(image)
         ),
         None => String::new(),
     };
@@ -226,14 +226,6 @@ fn shown_path(p: &Path) -> String {
         format!("./{}", p.display())
     } else {
         p.display().to_string()
-    }
-}
-
-/// An image reference without its tag (digest references have no tag to drop).
-fn image_repository(image: &str) -> &str {
-    match image.rfind(':') {
-        Some(i) if !image[i..].contains('/') => &image[..i],
-        _ => image,
     }
 }
 

@@ -109,6 +109,19 @@ impl ImageRef {
     }
 }
 
+/// `reference` without its tag and digest, spelled as written (no `docker.io/library/`
+/// normalisation): what a Deployment's `image` is compared and rewritten by, where
+/// [`ImageRef::parse`] would change the spelling. A `:` before the last `/` is a registry port,
+/// not a tag (`localhost:5000/op`), as in distribution/reference's grammar.
+pub fn repository_as_written(reference: &str) -> &str {
+    let no_digest = reference.split('@').next().unwrap_or(reference);
+    let last_slash = no_digest.rfind('/').map_or(0, |i| i + 1);
+    match no_digest[last_slash..].rfind(':') {
+        Some(i) => &no_digest[..last_slash + i],
+        None => no_digest,
+    }
+}
+
 /// The registry and remainder of a reference, with docker's defaults (`splitDockerDomain`).
 fn split_docker_domain(name: &str) -> (String, String) {
     let Some((first, rest)) = name.split_once('/') else {
@@ -302,6 +315,28 @@ fn validate_digest(d: &str) -> Result<(), ParseImageRefError> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn repository_as_written_drops_only_tag_and_digest() {
+        assert_eq!(repository_as_written("quay.io/x/op:0.1.0"), "quay.io/x/op");
+        assert_eq!(
+            repository_as_written("localhost:5000/x/op"),
+            "localhost:5000/x/op"
+        );
+        assert_eq!(
+            repository_as_written("localhost:5000/x/op:v1"),
+            "localhost:5000/x/op"
+        );
+        assert_eq!(repository_as_written("b:v1"), "b");
+        assert_eq!(repository_as_written("controller"), "controller");
+        let d = format!("quay.io/x/op@sha256:{}", "a".repeat(64));
+        assert_eq!(repository_as_written(&d), "quay.io/x/op");
+        assert_eq!(
+            repository_as_written(&format!("quay.io/x/op:1@sha256:{}", "a".repeat(64))),
+            "quay.io/x/op"
+        );
+    }
+
     use super::*;
     use proptest::prelude::*;
 

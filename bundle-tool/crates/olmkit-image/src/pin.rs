@@ -64,12 +64,7 @@ fn normalized(r: &Reference) -> String {
 
 /// `reference` without its tag (and digest), in the spelling it was written.
 fn strip_tag(reference: &str) -> &str {
-    let no_digest = reference.split('@').next().unwrap_or(reference);
-    let last_slash = no_digest.rfind('/').map(|i| i + 1).unwrap_or(0);
-    match no_digest[last_slash..].rfind(':') {
-        Some(i) => &no_digest[..last_slash + i],
-        None => no_digest,
-    }
+    olmkit_core::image_ref::repository_as_written(reference)
 }
 
 struct Pinner<'a> {

@@ -89,13 +89,9 @@ pub(crate) fn options(
     }
 }
 
-/// An image reference without its tag or digest.
+/// `reference` without tag and digest, as written (the one rule, in olmkit-core).
 pub fn repository(reference: &str) -> String {
-    let no_digest = reference.split('@').next().unwrap_or(reference);
-    match no_digest.rfind(':') {
-        Some(i) if !no_digest[i..].contains('/') => no_digest[..i].to_string(),
-        _ => no_digest.to_string(),
-    }
+    olmkit_core::image_ref::repository_as_written(reference).to_string()
 }
 
 fn containers_mut(doc: &mut Value) -> impl Iterator<Item = &mut Value> {
