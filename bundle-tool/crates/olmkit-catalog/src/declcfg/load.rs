@@ -889,9 +889,10 @@ mod fast_json {
         opts: &LoadOptions,
     ) -> Result<Option<Vec<BlobAt>>, LoadCatalogError> {
         let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
-        if bytes.len() > olmkit_core::docs::MAX_DOCUMENT_BYTES {
-            return Ok(None);
-        }
+        // No size cap here (the generic parser has one, 512 MiB, because it builds a value
+        // per document and keeps them all): this path keeps one document's small remainder
+        // at a time, so a single-file `render -o json` of a community-sized catalog (1.7 GB)
+        // loads in memory about its own size.
         // A stream deserializer finds the end of input by peeking. Asking `Deserializer::end`
         // instead builds an error at every document boundary, and serde_json locates an
         // error by scanning from the start of the slice: quadratic in the file size.
