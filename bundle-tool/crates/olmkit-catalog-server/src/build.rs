@@ -11,7 +11,9 @@
 //! ([`olmkit_catalog::validate`]), which is what opm's cache build enforces through
 //! `declcfg.ConvertToModel`, plus the checks opm makes while converting bundles for the API
 //! (`pkg/api/model_to_api.go`: at most one `olm.csv.metadata`, and one that decodes). Every
-//! problem is reported, not only the first.
+//! problem is reported, not only the first. The index is then read off the same catalog model
+//! ([`olmkit_catalog::model`]) the validator judged: packages, channels with their heads,
+//! bundles and deprecations as opm's model holds them.
 
 use crate::gojson;
 use crate::index_pb::{
@@ -20,16 +22,16 @@ use crate::index_pb::{
 use crate::payload;
 use crate::split::{self, Format, Splitter};
 use olmkit_catalog::declcfg::{
-    Blob, Bundle, DeclarativeConfig, LoadCatalogError, LoadOptions, SCHEMA_BUNDLE, SCHEMA_CHANNEL,
-    SCHEMA_PACKAGE, catalog_files,
+    self, Blob, Bundle, DeclarativeConfig, LoadCatalogError, LoadOptions, SCHEMA_BUNDLE,
+    SCHEMA_CHANNEL, SCHEMA_PACKAGE, catalog_files,
     load::{Origins, load_bytes},
 };
+use olmkit_catalog::model::{self, Model};
 use olmkit_catalog::property;
-use olmkit_catalog::validate::{channel_heads, object_path, rules, validate};
+use olmkit_catalog::validate::{object_path, rules, validate_model};
 use olmkit_core::findings::{Finding, Report};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -367,7 +369,9 @@ pub fn build_index(root: &Path, opts: &BuildOptions) -> Result<BuiltIndex, Build
         }
     }
 
-    let mut report = validate(&cfg, Some(&origins));
+    // One model serves both the rules opm's cache build enforces and the index.
+    let model = Model::new(&cfg, Some(&origins));
+    let mut report = validate_model(&model);
     report.extend(findings);
     report.normalize();
     if report.has_errors() {
@@ -390,19 +394,26 @@ pub fn build_index(root: &Path, opts: &BuildOptions) -> Result<BuiltIndex, Build
             report,
         });
     }
-    let index = assemble(cfg, source_files, bundle_spans, other_spans);
+    let index = assemble(
+        &model,
+        &cfg.others,
+        source_files,
+        &bundle_spans,
+        other_spans,
+    );
     Ok(BuiltIndex { index, report })
 }
 
-#[derive(Default)]
-struct Deprecations {
-    package: Option<String>,
-    channels: HashMap<String, String>,
-    bundles: HashMap<String, String>,
-}
-
-fn deprecation(message: Option<&String>) -> Option<index_pb::Deprecation> {
-    message.map(|m| index_pb::Deprecation { message: m.clone() })
+/// The deprecation of an object, as the API carries it.
+fn deprecation(
+    pkg: &model::Package<'_>,
+    schema: &str,
+    name: &str,
+) -> Option<index_pb::Deprecation> {
+    let message = pkg.deprecation.as_ref()?.message(schema, name)?;
+    Some(index_pb::Deprecation {
+        message: message.to_string(),
+    })
 }
 
 fn str_field(v: &Value, key: &str) -> String {
@@ -426,19 +437,14 @@ fn compact_value(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-fn index_bundle(
-    b: Bundle,
-    span: Span,
-    deprecations: &HashMap<String, Deprecations>,
-) -> index_pb::Bundle {
+fn index_bundle(pkg: &model::Package<'_>, b: &Bundle, span: Span) -> index_pb::Bundle {
     let mut out = index_pb::Bundle {
-        deprecation: deprecation(
-            deprecations
-                .get(&b.package)
-                .and_then(|d| d.bundles.get(&b.name)),
-        ),
+        deprecation: deprecation(pkg, SCHEMA_BUNDLE, &b.name),
         objects: u32::try_from(b.omitted_objects).unwrap_or(u32::MAX),
         span: Some(span),
+        name: b.name.clone(),
+        package: b.package.clone(),
+        image: b.image.clone(),
         ..Default::default()
     };
     for p in &b.properties {
@@ -471,105 +477,82 @@ fn index_bundle(
             });
         }
     }
-    out.name = b.name;
-    out.package = b.package;
-    out.image = b.image;
     out
 }
 
-fn assemble(
-    cfg: DeclarativeConfig,
-    files: Vec<SourceFile>,
-    bundle_spans: Vec<Span>,
-    other_spans: Vec<Span>,
-) -> CatalogIndex {
-    let mut deps: HashMap<String, Deprecations> = HashMap::new();
-    for d in &cfg.deprecations {
-        let slot = deps.entry(d.package.clone()).or_default();
-        for e in &d.entries {
-            match e.reference.schema.as_str() {
-                SCHEMA_PACKAGE => slot.package = Some(e.message.clone()),
-                SCHEMA_CHANNEL => {
-                    slot.channels
-                        .insert(e.reference.name.clone(), e.message.clone());
-                }
-                SCHEMA_BUNDLE => {
-                    slot.bundles
-                        .insert(e.reference.name.clone(), e.message.clone());
-                }
-                _ => {}
-            }
-        }
-    }
-
-    let mut channels_of: BTreeMap<String, Vec<Channel>> = BTreeMap::new();
-    for c in &cfg.channels {
-        let head = channel_heads(c)
+fn index_channel(pkg: &model::Package<'_>, c: &model::Channel<'_>) -> Channel {
+    Channel {
+        name: c.name.to_string(),
+        // The model's heads are sorted; a servable catalog has exactly one per channel.
+        head: c
+            .heads
             .first()
             .map(|h| (*h).to_string())
-            .unwrap_or_default();
-        channels_of
-            .entry(c.package.clone())
-            .or_default()
-            .push(Channel {
-                name: c.name.clone(),
-                head,
-                deprecation: deprecation(
-                    deps.get(&c.package).and_then(|d| d.channels.get(&c.name)),
-                ),
-                entries: c
-                    .entries
-                    .iter()
-                    .map(|e| Entry {
-                        name: e.name.clone(),
-                        replaces: e.replaces.clone(),
-                        skips: e.skips.clone(),
-                        skip_range: e.skip_range.clone(),
-                    })
-                    .collect(),
-            });
+            .unwrap_or_default(),
+        deprecation: deprecation(pkg, SCHEMA_CHANNEL, c.name),
+        entries: c
+            .entries()
+            .iter()
+            .map(|e| Entry {
+                name: e.name.clone(),
+                replaces: e.replaces.clone(),
+                skips: e.skips.clone(),
+                skip_range: e.skip_range.clone(),
+            })
+            .collect(),
     }
+}
 
-    let mut packages: Vec<Package> = cfg
-        .packages
-        .into_iter()
-        .map(|p| {
-            let mut channels = channels_of.remove(&p.name).unwrap_or_default();
-            channels.sort_by(|a, b| a.name.cmp(&b.name));
-            let (has_icon, icon_base64, icon_media_type) = match p.icon {
-                Some(i) => (true, i.base64data, i.mediatype),
-                None => (false, String::new(), String::new()),
-            };
-            Package {
-                deprecation: deprecation(deps.get(&p.name).and_then(|d| d.package.as_ref())),
-                name: p.name,
-                default_channel: p.default_channel,
-                description: p.description,
-                icon_base64,
-                icon_media_type,
-                has_icon,
-                channels,
-            }
-        })
-        .collect();
-    packages.sort_by(|a, b| a.name.cmp(&b.name));
+fn index_package(pkg: &model::Package<'_>) -> Package {
+    let p = pkg.blob;
+    let (has_icon, icon_base64, icon_media_type) = match &p.icon {
+        Some(i) => (true, i.base64data.clone(), i.mediatype.clone()),
+        None => (false, String::new(), String::new()),
+    };
+    Package {
+        deprecation: deprecation(pkg, SCHEMA_PACKAGE, ""),
+        name: p.name.clone(),
+        default_channel: p.default_channel.clone(),
+        description: p.description.clone(),
+        icon_base64,
+        icon_media_type,
+        has_icon,
+        // The model keeps channels by name, which is the order the API lists them in.
+        channels: pkg
+            .channels
+            .values()
+            .map(|c| index_channel(pkg, c))
+            .collect(),
+    }
+}
 
-    let mut bundles: Vec<index_pb::Bundle> = cfg
-        .bundles
-        .into_iter()
-        .zip(bundle_spans)
-        .map(|(b, span)| index_bundle(b, span, &deps))
-        .collect();
-    bundles.sort_by(|a, b| (&a.package, &a.name).cmp(&(&b.package, &b.name)));
-
-    let others = cfg
-        .others
-        .into_iter()
+/// Builds the index from the model of a catalog that validated (so the model left nothing
+/// out). `bundle_spans` and `other_spans` follow the config's bundle and other blobs.
+fn assemble(
+    model: &Model<'_>,
+    others: &[declcfg::Meta],
+    files: Vec<SourceFile>,
+    bundle_spans: &[Span],
+    other_spans: Vec<Span>,
+) -> CatalogIndex {
+    // Packages and, within each, bundles by name: the order the API lists them in.
+    let packages = model.packages.values().map(index_package).collect();
+    let mut bundles = Vec::with_capacity(bundle_spans.len());
+    for pkg in model.packages.values() {
+        let first = bundles.len();
+        bundles.extend(pkg.bundles.iter().map(|b| {
+            let span = bundle_spans.get(b.index).cloned().unwrap_or_default();
+            index_bundle(pkg, b.blob, span)
+        }));
+        bundles[first..].sort_by(|a: &index_pb::Bundle, b| a.name.cmp(&b.name));
+    }
+    let others = others
+        .iter()
         .zip(other_spans)
         .map(|(m, span)| CustomBlob {
-            schema: m.schema,
-            package: m.package,
-            name: m.name,
+            schema: m.schema.clone(),
+            package: m.package.clone(),
+            name: m.name.clone(),
             span: Some(span),
         })
         .collect();

@@ -6,7 +6,8 @@
 //! duplicate, an unknown package, a property or version that does not parse), the model leaves
 //! that blob out (or keeps it without the fact that did not parse) and records a [`Problem`].
 //! The validator ([`crate::validate`]) words problems and judges the model; [`crate::graph`]
-//! and the release planner ([`crate::release`]) read the same model instead of rebuilding it.
+//! (and through it `explain`), the release planner ([`crate::release`]) and the catalog
+//! server's index read the same model instead of rebuilding it.
 //! Like opm, the first blob of a name wins; everything borrows from the config.
 
 use crate::declcfg::{self, DeclarativeConfig, load::Origins};
@@ -69,6 +70,9 @@ pub struct Channel<'a> {
     pub blob: &'a declcfg::Channel,
     /// Its file.
     pub file: Option<&'a str>,
+    /// Its position in the config's channels (callers that must keep the order the catalog
+    /// lists channels in sort by it; [`Package::channels`] is by name).
+    pub index: usize,
     /// Entries that no entry replaces or skips, sorted (one for a valid channel).
     pub heads: Vec<&'a str>,
     /// `replaces`, `skips` and `skipRange` edges, sorted by (from, to, kind).
@@ -86,6 +90,9 @@ pub struct Bundle<'a> {
     pub blob: &'a declcfg::Bundle,
     /// Its file.
     pub file: Option<&'a str>,
+    /// Its position in the config's bundles, for callers that keep data per blob (the
+    /// catalog server keeps each blob's byte span).
+    pub index: usize,
     /// The version of its single `olm.package` property, when that parses (see
     /// [`bundle_version`]), whatever else is wrong with its properties.
     pub version: Option<Version>,
@@ -108,6 +115,33 @@ pub struct Deprecation<'a> {
     pub blob: &'a declcfg::Deprecation,
     /// Its file.
     pub file: Option<&'a str>,
+    /// Message by (schema, name) of the object, first entry first (a lookup per bundle must
+    /// not scan every entry: a package may hold thousands of both).
+    messages: HashMap<(&'a str, &'a str), &'a str>,
+}
+
+impl<'a> Deprecation<'a> {
+    fn new(blob: &'a declcfg::Deprecation, file: Option<&'a str>) -> Self {
+        let mut messages = HashMap::new();
+        for e in &blob.entries {
+            messages
+                .entry((e.reference.schema.as_str(), e.reference.name.as_str()))
+                .or_insert(e.message.as_str());
+        }
+        Deprecation {
+            blob,
+            file,
+            messages,
+        }
+    }
+
+    /// The message of the entry that deprecates the object `name` of `schema`
+    /// (`olm.package`, `olm.channel` or `olm.bundle`; the package's own entry has an empty
+    /// name, which the validator enforces). The first entry wins; the validator reports
+    /// repeats.
+    pub fn message(&self, schema: &str, name: &str) -> Option<&'a str> {
+        self.messages.get(&(schema, name)).copied()
+    }
 }
 
 /// Kind of an upgrade edge.
@@ -286,6 +320,7 @@ impl<'a> Model<'a> {
                     name: &c.name,
                     blob: c,
                     file,
+                    index: i,
                     heads: Vec::new(),
                     edges: Vec::new(),
                     external: Vec::new(),
@@ -316,7 +351,7 @@ impl<'a> Model<'a> {
                 continue;
             }
             pkg.by_name.insert(&b.name, pkg.bundles.len());
-            let (bundle, problems) = convert_bundle(b, file);
+            let (bundle, problems) = convert_bundle(b, i, file);
             pkg.bundles.push(bundle);
             for kind in problems {
                 self.problem(file, kind);
@@ -339,7 +374,7 @@ impl<'a> Model<'a> {
                 self.problem(file, ProblemKind::DuplicateDeprecation(d));
                 continue;
             }
-            pkg.deprecation = Some(Deprecation { blob: d, file });
+            pkg.deprecation = Some(Deprecation::new(d, file));
         }
     }
 }
@@ -348,6 +383,7 @@ impl<'a> Model<'a> {
 /// in opm's order (properties, then the `olm.package` property, then its version).
 fn convert_bundle<'a>(
     b: &'a declcfg::Bundle,
+    index: usize,
     file: Option<&'a str>,
 ) -> (Bundle<'a>, Vec<ProblemKind<'a>>) {
     let mut problems = Vec::new();
@@ -381,6 +417,7 @@ fn convert_bundle<'a>(
         name: &b.name,
         blob: b,
         file,
+        index,
         version: bundle_version(b),
         properties_ok,
     };
@@ -401,6 +438,13 @@ impl<'a> Package<'a> {
     /// A channel by name.
     pub fn channel(&self, name: &str) -> Option<&Channel<'a>> {
         self.channels.get(name)
+    }
+
+    /// The channels in the order the catalog lists them.
+    pub fn channels_in_blob_order(&self) -> Vec<&Channel<'a>> {
+        let mut v: Vec<&Channel<'a>> = self.channels.values().collect();
+        v.sort_by_key(|c| c.index);
+        v
     }
 
     /// Names of every entry of every channel.
@@ -632,5 +676,45 @@ mod tests {
         assert_eq!(b.version, Some(Version::new(1, 0, 0)));
         assert_eq!(b.model_version(), None);
         assert!(matches!(m.problems[0].kind, ProblemKind::BadProperty(..)));
+    }
+
+    #[test]
+    fn blob_order_and_deprecation_messages() {
+        let mut cfg = cfg();
+        let mut alpha = cfg.channels[0].clone();
+        alpha.name = "alpha".into();
+        cfg.channels.push(alpha);
+        cfg.deprecations.push(declcfg::Deprecation {
+            schema: declcfg::SCHEMA_DEPRECATIONS.into(),
+            package: "p".into(),
+            entries: vec![
+                declcfg::DeprecationEntry {
+                    reference: declcfg::PackageScopedReference {
+                        schema: declcfg::SCHEMA_BUNDLE.into(),
+                        name: "p.v1".into(),
+                    },
+                    message: "old".into(),
+                },
+                declcfg::DeprecationEntry {
+                    reference: declcfg::PackageScopedReference {
+                        schema: declcfg::SCHEMA_PACKAGE.into(),
+                        name: String::new(),
+                    },
+                    message: "gone".into(),
+                },
+            ],
+        });
+        let m = Model::new(&cfg, None);
+        let p = m.package("p").unwrap();
+        let by_name: Vec<&str> = p.channels.values().map(|c| c.name).collect();
+        let by_blob: Vec<&str> = p.channels_in_blob_order().iter().map(|c| c.name).collect();
+        assert_eq!(by_name, ["alpha", "stable"]);
+        assert_eq!(by_blob, ["stable", "alpha"]);
+        assert_eq!(p.bundle("p.v2").map(|b| b.index), Some(1));
+        let d = p.deprecation.as_ref().unwrap();
+        assert_eq!(d.message(declcfg::SCHEMA_BUNDLE, "p.v1"), Some("old"));
+        assert_eq!(d.message(declcfg::SCHEMA_PACKAGE, ""), Some("gone"));
+        assert_eq!(d.message(declcfg::SCHEMA_BUNDLE, "p.v2"), None);
+        assert_eq!(d.message(declcfg::SCHEMA_CHANNEL, "stable"), None);
     }
 }

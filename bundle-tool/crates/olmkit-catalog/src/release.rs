@@ -9,11 +9,14 @@
 //! an already released bundle to another channel under the same rules. The changes are
 //! returned as [`Change`]s so that the caller can plan on a catalog loaded without bundle
 //! objects and apply them to the full files it rewrites.
+//!
+//! Every lookup (heads, versions, channels, bundles) reads the package's [`crate::model`], the
+//! same one the validator judges; the result is checked by [`crate::validate`].
 
 use crate::declcfg::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, SCHEMA_CHANNEL, SCHEMA_PACKAGE,
 };
-use crate::model::{bundle_version, channel_heads};
+use crate::model::{self, Model};
 use crate::property;
 use crate::validate::validate;
 use crate::version_range::VersionRange;
@@ -354,24 +357,52 @@ fn same_content(a: &Bundle, b: &Bundle) -> Result<(), String> {
     Ok(())
 }
 
-fn single_head(
-    ch: &Channel,
+/// The blobs of `package` alone (packages plan and validate independently, which keeps a
+/// release into a 7,000-bundle catalog fast), and the `olm.package` blob added to them when the
+/// catalog has none: then the package is new, or (in a catalog opm would refuse) its channels
+/// and bundles are listed without it, and they join the package as they will once the blob is
+/// written.
+fn package_scope(
     cfg: &DeclarativeConfig,
     package: &str,
+    default_channel: &str,
+) -> (DeclarativeConfig, Option<Package>) {
+    let mut scope = cfg.only_package(package);
+    if !scope.packages.is_empty() {
+        return (scope, None);
+    }
+    let blob = Package {
+        schema: SCHEMA_PACKAGE.into(),
+        name: package.to_string(),
+        default_channel: default_channel.to_string(),
+        icon: None,
+        description: String::new(),
+        properties: Vec::new(),
+    };
+    scope.packages.push(blob.clone());
+    (scope, Some(blob))
+}
+
+/// The package in the model of its [`package_scope`].
+fn model_package<'m, 'a>(
+    model: &'m Model<'a>,
+    package: &str,
+) -> Result<&'m model::Package<'a>, PlanReleaseError> {
+    model
+        .package(package)
+        .ok_or_else(|| PlanReleaseError::Options(format!("{package:?} is not a package name")))
+}
+
+/// The head of a channel that must have exactly one, with its version when known.
+fn single_head(
+    pkg: &model::Package<'_>,
+    ch: &model::Channel<'_>,
 ) -> Result<(String, Option<Version>), PlanReleaseError> {
-    let heads = channel_heads(ch);
-    match heads.as_slice() {
-        [h] => {
-            let v = cfg
-                .bundles
-                .iter()
-                .find(|b| b.package == package && b.name == *h)
-                .and_then(bundle_version);
-            Ok((h.to_string(), v))
-        }
+    match ch.heads.as_slice() {
+        [h] => Ok((h.to_string(), pkg.version_of(h).cloned())),
         many => Err(PlanReleaseError::BrokenChannel {
-            package: package.to_string(),
-            channel: ch.name.clone(),
+            package: pkg.name.to_string(),
+            channel: ch.name.to_string(),
             count: many.len(),
             heads: many.join(", "),
         }),
@@ -380,15 +411,66 @@ fn single_head(
 
 /// The existing bundle a new channel's first entry should replace: the highest version below
 /// `version`, so that users of other channels can switch to it.
-fn bridge(cfg: &DeclarativeConfig, package: &str, version: &Version, except: &str) -> String {
-    cfg.bundles
+fn bridge(pkg: &model::Package<'_>, version: &Version, except: &str) -> String {
+    pkg.bundles
         .iter()
-        .filter(|b| b.package == package && b.name != except)
-        .filter_map(|b| bundle_version(b).map(|v| (b, v)))
+        .filter(|b| b.name != except)
+        .filter_map(|b| Some((b.name, b.version.as_ref()?)))
         .filter(|(_, v)| v.cmp_precedence(version).is_lt())
-        .max_by(|a, b| a.1.cmp_precedence(&b.1))
-        .map(|(b, _)| b.name.clone())
+        .max_by(|a, b| a.1.cmp_precedence(b.1))
+        .map(|(name, _)| name.to_string())
         .unwrap_or_default()
+}
+
+/// How a bundle joins channel `channel` of `pkg`, with `edges`' name, skips and skipRange: an
+/// entry that replaces the channel's single head, or, for a new or empty channel, the channel
+/// with one entry that replaces the newest lower version released elsewhere (see [`bridge`]).
+/// A version not above the head is refused with `not_above(head, head_version)`, which
+/// says whether that is a release or a promotion.
+fn join_channel(
+    pkg: &model::Package<'_>,
+    channel: &str,
+    edges: &ChannelEntry,
+    version: &Version,
+    not_above: impl FnOnce(String, String) -> PlanReleaseError,
+) -> Result<Change, PlanReleaseError> {
+    let Some(ch) = pkg.channel(channel).filter(|ch| !ch.entries().is_empty()) else {
+        return Ok(Change::AddChannel(Channel {
+            schema: SCHEMA_CHANNEL.into(),
+            name: channel.to_string(),
+            package: pkg.name.to_string(),
+            entries: vec![ChannelEntry {
+                replaces: bridge(pkg, version, &edges.name),
+                ..edges.clone()
+            }],
+            properties: Vec::new(),
+        }));
+    };
+    let (head, head_v) = single_head(pkg, ch)?;
+    if let Some(hv) = head_v.filter(|hv| !version.cmp_precedence(hv).is_gt()) {
+        return Err(not_above(head, hv.to_string()));
+    }
+    Ok(Change::AddEntry {
+        package: pkg.name.to_string(),
+        channel: channel.to_string(),
+        entry: ChannelEntry {
+            replaces: head.clone(),
+            ..edges.clone()
+        },
+        old_head: head,
+    })
+}
+
+/// The bundle of `pkg` whose version equals `version` (build metadata ignored).
+fn released<'m, 'a>(
+    pkg: &'m model::Package<'a>,
+    version: &Version,
+) -> Option<&'m model::Bundle<'a>> {
+    pkg.bundles.iter().find(|b| {
+        b.version
+            .as_ref()
+            .is_some_and(|v| v.cmp_precedence(version).is_eq())
+    })
 }
 
 /// The `skipRange` that `mode` gives a release of `version` (empty for none).
@@ -457,132 +539,108 @@ pub fn plan_release(
     }
     let (package, version) = version_of_blob(&req.bundle)?;
     let name = req.bundle.name.clone();
-    let existing_pkg = cfg.packages.iter().find(|p| p.name == package);
-    let mut changes = Vec::new();
+    let default = req
+        .default_channel
+        .clone()
+        .or_else(|| req.channels.first().cloned())
+        .unwrap_or_default();
+    let (scope, added) = package_scope(cfg, &package, &default);
+    let model = Model::new(&scope, None);
+    let pkg = model_package(&model, &package)?;
 
-    // Already released? Same name or same version.
-    let existing = cfg.bundles.iter().find(|b| {
-        b.package == package
-            && (b.name == name
-                || bundle_version(b).is_some_and(|v| v.cmp_precedence(&version).is_eq()))
+    // Already released? Same name or same version (the first such blob).
+    let existing = pkg.bundles.iter().find(|b| {
+        b.name == name
+            || b.version
+                .as_ref()
+                .is_some_and(|v| v.cmp_precedence(&version).is_eq())
     });
     if let Some(ex) = existing {
-        if let Err(detail) = same_content(ex, &req.bundle) {
-            return Err(PlanReleaseError::AlreadyReleased {
-                version: version.to_string(),
-                existing: ex.name.clone(),
-                detail,
-            });
-        }
-        let missing: Vec<&String> = req
-            .channels
-            .iter()
-            .filter(|c| {
-                !cfg.channels.iter().any(|ch| {
-                    ch.package == package
-                        && &ch.name == *c
-                        && ch.entries.iter().any(|e| e.name == ex.name)
-                })
-            })
-            .collect();
-        let default_ok = req
-            .default_channel
-            .as_ref()
-            .is_none_or(|d| existing_pkg.is_some_and(|p| &p.default_channel == d));
-        if missing.is_empty() && default_ok {
-            return finish(cfg, &package, &ex.name, &version, Vec::new());
-        }
-        return Err(PlanReleaseError::AlreadyReleased {
-            version: version.to_string(),
-            existing: ex.name.clone(),
-            detail: format!(
-                " in other channels (not in {}); use `bundle-tool promote {version} --to <channel>` to add it",
-                missing
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        });
+        return plan_rerun(cfg, req, pkg, ex, added.is_none(), &version);
     }
 
     let skip_range = skip_range_for(&req.skip_range, &version)?;
-    match existing_pkg {
+    let mut changes = Vec::new();
+    match added {
+        Some(blob) => changes.push(Change::AddPackage(blob)),
         None => {
-            let default = req
-                .default_channel
-                .clone()
-                .or_else(|| req.channels.first().cloned())
-                .unwrap_or_default();
-            changes.push(Change::AddPackage(Package {
-                schema: SCHEMA_PACKAGE.into(),
-                name: package.clone(),
-                default_channel: default,
-                icon: None,
-                description: String::new(),
-                properties: Vec::new(),
-            }));
-        }
-        Some(p) => {
             if let Some(d) = &req.default_channel
-                && &p.default_channel != d
+                && pkg.blob.default_channel != *d
             {
                 changes.push(Change::SetDefaultChannel {
                     package: package.clone(),
-                    from: p.default_channel.clone(),
+                    from: pkg.blob.default_channel.clone(),
                     to: d.clone(),
                 });
             }
         }
     }
     changes.push(Change::AddBundle(req.bundle.clone()));
+    let edges = ChannelEntry {
+        name: name.clone(),
+        replaces: String::new(),
+        skips: Vec::new(),
+        skip_range,
+    };
     for ch_name in &req.channels {
-        let existing_ch = cfg
-            .channels
-            .iter()
-            .find(|c| c.package == package && &c.name == ch_name);
-        match existing_ch {
-            Some(ch) if !ch.entries.is_empty() => {
-                let (head, head_v) = single_head(ch, cfg, &package)?;
-                if let Some(hv) = &head_v
-                    && !version.cmp_precedence(hv).is_gt()
-                {
-                    return Err(PlanReleaseError::NotGreater {
-                        version: version.to_string(),
-                        channel: ch_name.clone(),
-                        head: head.clone(),
-                        head_version: hv.to_string(),
-                    });
-                }
-                changes.push(Change::AddEntry {
-                    package: package.clone(),
-                    channel: ch_name.clone(),
-                    entry: ChannelEntry {
-                        name: name.clone(),
-                        replaces: head.clone(),
-                        skips: Vec::new(),
-                        skip_range: skip_range.clone(),
-                    },
-                    old_head: head,
-                });
-            }
-            _ => {
-                changes.push(Change::AddChannel(Channel {
-                    schema: SCHEMA_CHANNEL.into(),
-                    name: ch_name.clone(),
-                    package: package.clone(),
-                    entries: vec![ChannelEntry {
-                        name: name.clone(),
-                        replaces: bridge(cfg, &package, &version, &name),
-                        skips: Vec::new(),
-                        skip_range: skip_range.clone(),
-                    }],
-                    properties: Vec::new(),
-                }));
-            }
-        }
+        changes.push(join_channel(
+            pkg,
+            ch_name,
+            &edges,
+            &version,
+            |head, head_version| PlanReleaseError::NotGreater {
+                version: version.to_string(),
+                channel: ch_name.clone(),
+                head,
+                head_version,
+            },
+        )?);
     }
     finish(cfg, &package, &name, &version, changes)
+}
+
+/// A release of a version (or name) that is already in the catalog: a no-op when the content
+/// is the same and it is already in every target channel (and the default channel matches),
+/// refused otherwise.
+fn plan_rerun(
+    cfg: &DeclarativeConfig,
+    req: &ReleaseRequest,
+    pkg: &model::Package<'_>,
+    ex: &model::Bundle<'_>,
+    package_existed: bool,
+    version: &Version,
+) -> Result<ReleasePlan, PlanReleaseError> {
+    if let Err(detail) = same_content(ex.blob, &req.bundle) {
+        return Err(PlanReleaseError::AlreadyReleased {
+            version: version.to_string(),
+            existing: ex.name.to_string(),
+            detail,
+        });
+    }
+    let missing: Vec<&str> = req
+        .channels
+        .iter()
+        .filter(|c| {
+            pkg.channel(c)
+                .is_none_or(|ch| !ch.entries().iter().any(|e| e.name == ex.name))
+        })
+        .map(String::as_str)
+        .collect();
+    let default_ok = req
+        .default_channel
+        .as_ref()
+        .is_none_or(|d| package_existed && pkg.blob.default_channel == *d);
+    if missing.is_empty() && default_ok {
+        return finish(cfg, pkg.name, ex.name, version, Vec::new());
+    }
+    Err(PlanReleaseError::AlreadyReleased {
+        version: version.to_string(),
+        existing: ex.name.to_string(),
+        detail: format!(
+            " in other channels (not in {}); use `bundle-tool promote {version} --to <channel>` to add it",
+            missing.join(", ")
+        ),
+    })
 }
 
 /// Upgrade edges a release of `version` into `channels` will get, for its CSV: `spec.replaces`
@@ -596,38 +654,24 @@ pub fn csv_edges(
     channels: &[String],
     version: &Version,
 ) -> Result<Option<ChannelEntry>, PlanReleaseError> {
-    let released = cfg
-        .bundles
-        .iter()
-        .filter(|b| b.package == package)
-        .find(|b| bundle_version(b).is_some_and(|v| v.cmp_precedence(version).is_eq()));
-    if let Some(b) = released {
+    let (scope, _) = package_scope(cfg, package, "");
+    let model = Model::new(&scope, None);
+    let pkg = model_package(&model, package)?;
+    if let Some(b) = released(pkg, version) {
+        // Its entry in the first target channel that lists it, else in any channel.
         let entry = channels
             .iter()
-            .chain(
-                cfg.channels
-                    .iter()
-                    .filter(|c| c.package == package)
-                    .map(|c| &c.name),
-            )
-            .filter_map(|name| {
-                cfg.channels
-                    .iter()
-                    .find(|c| c.package == package && &c.name == name)
-            })
-            .find_map(|c| c.entries.iter().find(|e| e.name == b.name));
+            .filter_map(|name| pkg.channel(name))
+            .chain(pkg.channels_in_blob_order())
+            .find_map(|c| c.entries().iter().find(|e| e.name == b.name));
         return Ok(entry.cloned());
     }
     let Some(first) = channels.first() else {
         return Ok(None);
     };
-    let replaces = match cfg
-        .channels
-        .iter()
-        .find(|c| c.package == package && &c.name == first)
-    {
-        Some(ch) if !ch.entries.is_empty() => single_head(ch, cfg, package)?.0,
-        _ => bridge(cfg, package, version, ""),
+    let replaces = match pkg.channel(first) {
+        Some(ch) if !ch.entries().is_empty() => single_head(pkg, ch)?.0,
+        _ => bridge(pkg, version, ""),
     };
     if replaces.is_empty() {
         return Ok(None);
@@ -650,86 +694,60 @@ pub fn plan_promote(
     let wanted = Version::parse(version.trim_start_matches('v')).map_err(|e| {
         PlanReleaseError::Options(format!("{version:?} is not a semver version: {e}"))
     })?;
-    let bundle = cfg
-        .bundles
-        .iter()
-        .filter(|b| b.package == package)
-        .find(|b| bundle_version(b).is_some_and(|v| v.cmp_precedence(&wanted).is_eq()))
-        .ok_or_else(|| {
-            let mut known: Vec<String> = cfg
-                .bundles
-                .iter()
-                .filter(|b| b.package == package)
-                .filter_map(bundle_version)
-                .map(|v| v.to_string())
-                .collect();
-            known.sort();
-            PlanReleaseError::UnknownVersion {
-                package: package.to_string(),
-                version: version.to_string(),
-                known: if known.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (released: {})", known.join(", "))
-                },
-            }
-        })?;
-    let name = bundle.name.clone();
+    // Promotion never adds the package blob: without one, the plan fails validation below.
+    let (scope, _) = package_scope(cfg, package, "");
+    let model = Model::new(&scope, None);
+    let pkg = model_package(&model, package)?;
+    let bundle = released(pkg, &wanted).ok_or_else(|| {
+        let mut known: Vec<String> = pkg
+            .bundles
+            .iter()
+            .filter_map(|b| b.version.as_ref().map(Version::to_string))
+            .collect();
+        known.sort();
+        PlanReleaseError::UnknownVersion {
+            package: package.to_string(),
+            version: version.to_string(),
+            known: if known.is_empty() {
+                String::new()
+            } else {
+                format!(" (released: {})", known.join(", "))
+            },
+        }
+    })?;
+    let name = bundle.name.to_string();
     // Its edges elsewhere: keep skips and skipRange, they describe what it can upgrade from.
-    let template = cfg
-        .channels
-        .iter()
-        .filter(|c| c.package == package)
-        .flat_map(|c| c.entries.iter())
+    let template = pkg
+        .channels_in_blob_order()
+        .into_iter()
+        .flat_map(|c| c.entries().iter())
         .find(|e| e.name == name)
         .cloned()
         .unwrap_or_default();
-    let existing_ch = cfg
-        .channels
-        .iter()
-        .find(|c| c.package == package && c.name == channel);
-    let mut changes = Vec::new();
-    match existing_ch {
-        Some(ch) if ch.entries.iter().any(|e| e.name == name) => {}
-        Some(ch) if !ch.entries.is_empty() => {
-            let (head, head_v) = single_head(ch, cfg, package)?;
-            if let Some(hv) = &head_v
-                && !wanted.cmp_precedence(hv).is_gt()
-            {
-                return Err(PlanReleaseError::WouldFork {
-                    bundle: name,
-                    version: wanted.to_string(),
-                    channel: channel.to_string(),
-                    head,
-                    head_version: hv.to_string(),
-                });
-            }
-            changes.push(Change::AddEntry {
-                package: package.to_string(),
+    let changes = if pkg
+        .channel(channel)
+        .is_some_and(|ch| ch.entries().iter().any(|e| e.name == name))
+    {
+        Vec::new()
+    } else {
+        let edges = ChannelEntry {
+            name: name.clone(),
+            replaces: String::new(),
+            ..template
+        };
+        vec![join_channel(
+            pkg,
+            channel,
+            &edges,
+            &wanted,
+            |head, head_version| PlanReleaseError::WouldFork {
+                bundle: name.clone(),
+                version: wanted.to_string(),
                 channel: channel.to_string(),
-                entry: ChannelEntry {
-                    name: name.clone(),
-                    replaces: head.clone(),
-                    skips: template.skips.clone(),
-                    skip_range: template.skip_range.clone(),
-                },
-                old_head: head,
-            });
-        }
-        _ => {
-            changes.push(Change::AddChannel(Channel {
-                schema: SCHEMA_CHANNEL.into(),
-                name: channel.to_string(),
-                package: package.to_string(),
-                entries: vec![ChannelEntry {
-                    name: name.clone(),
-                    replaces: bridge(cfg, package, &wanted, &name),
-                    skips: template.skips.clone(),
-                    skip_range: template.skip_range.clone(),
-                }],
-                properties: Vec::new(),
-            }));
-        }
-    }
+                head,
+                head_version,
+            },
+        )?]
+    };
     finish(cfg, package, &name, &wanted, changes)
 }

@@ -354,3 +354,43 @@ fn csv_edges_agree_with_the_plan() {
         Err(PlanReleaseError::BrokenChannel { .. })
     ));
 }
+
+/// A catalog whose channel and bundles are listed without their `olm.package` blob (opm
+/// refuses it): a release adds the blob and extends the listed channel instead of adding a
+/// second channel of the same name; a promotion does not repair it and says why.
+#[test]
+fn release_repairs_a_missing_package_blob_promotion_does_not() {
+    let mut cfg = release(&DeclarativeConfig::default(), "0.1.0", &["alpha"]);
+    cfg.packages.clear();
+    assert!(validate(&cfg, None).has_errors());
+
+    let plan = plan_release(&cfg, &req("0.2.0", &["alpha"])).unwrap();
+    assert!(matches!(plan.changes[0], Change::AddPackage(_)));
+    assert!(
+        plan.changes.iter().any(|c| matches!(
+            c,
+            Change::AddEntry { channel, old_head, .. }
+                if channel == "alpha" && old_head == "memcached-operator.v0.1.0"
+        )),
+        "{:?}",
+        plan.changes
+    );
+    assert_eq!(plan.catalog.channels.len(), 1);
+    assert!(!validate(&plan.catalog, None).has_errors());
+
+    let e = plan_promote(&cfg, "memcached-operator", "0.1.0", "stable").unwrap_err();
+    assert!(matches!(e, PlanReleaseError::Invalid(_)), "{e}");
+    assert!(e.to_string().contains("unknown package"), "{e}");
+    assert_eq!(
+        csv_edges(
+            &cfg,
+            "memcached-operator",
+            &["alpha".to_string()],
+            &semver::Version::new(0, 2, 0)
+        )
+        .unwrap()
+        .unwrap()
+        .replaces,
+        "memcached-operator.v0.1.0"
+    );
+}
