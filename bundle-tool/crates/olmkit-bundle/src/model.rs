@@ -37,24 +37,15 @@ pub struct Manifest {
 impl Manifest {
     /// `kind` of the object, or "" when missing.
     pub fn kind(&self) -> &str {
-        self.object
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        olmkit_core::object::kind(&self.object)
     }
     /// `apiVersion` of the object, or "" when missing.
     pub fn api_version(&self) -> &str {
-        self.object
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        olmkit_core::object::api_version(&self.object)
     }
     /// `metadata.name` of the object, or "" when missing.
     pub fn name(&self) -> &str {
-        self.object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        olmkit_core::object::name(&self.object)
     }
 }
 

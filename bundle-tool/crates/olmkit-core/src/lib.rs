@@ -21,6 +21,7 @@ pub mod fsio;
 pub mod goyaml;
 pub mod image_ref;
 pub mod k8s_name;
+pub mod object;
 pub mod version_range;
 
 pub use findings::{Finding, Report, Severity};

@@ -41,17 +41,11 @@ impl BundleObject {
 
     /// `kind`.
     pub fn kind(&self) -> &str {
-        self.object
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        olmkit_core::object::kind(&self.object)
     }
     /// `metadata.name`.
     pub fn name(&self) -> &str {
-        self.object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        olmkit_core::object::name(&self.object)
     }
 }
 
