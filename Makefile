@@ -3,7 +3,8 @@
 # The two commands the README promises:
 #   make release VERSION=X   the main job: bundle, catalog update and images into ./images (OCI layout)
 #   make test                installs what the tests need (tests/scripts/setup.sh) and runs them all
-# Test tiers: `make test-unit` (no setup, no e2e: minutes, nothing to install) and `make test`
+# Test tiers: `make test-unit` (no setup, no e2e: minutes; needs only the toolchain and the
+# kubectl that `make release` needs too) and `make test`
 # (setup, then every unit, property, snapshot and e2e test, verify and lint). The e2e suites are
 # the `tests/e2e_*.rs` files of the package whose binary they drive.
 
@@ -87,7 +88,7 @@ setup: ## Install what the tests need (Debian packages, Python venv); idempotent
 	tests/scripts/setup.sh
 
 .PHONY: test-unit
-test-unit: ## Fast tier, nothing installed: unit tests of every lib and bin, doc tests, and the integration tests that are not e2e (tests/e2e_*.rs).
+test-unit: ## Fast tier, no setup (toolchain and kubectl only): unit tests of every lib and bin, doc tests, and the integration tests that are not e2e (tests/e2e_*.rs).
 	$(CARGO) test --workspace --no-fail-fast --lib --bins $(addprefix --test ,$(UNIT_TESTS))
 	$(CARGO) test --workspace --no-fail-fast --doc
 
@@ -150,8 +151,8 @@ install-tools: ## Put bundle-tool, operator and catalog-server (the release bina
 ##@ Cluster (needs a kubeconfig)
 
 .PHONY: run
-run: ## Run the operator against the current kubeconfig's cluster (CRD must be installed).
-	$(OPERATOR) run --disable-webhook
+run: ## Run the operator against the current kubeconfig's cluster (CRD must be installed); plain-HTTP /metrics on :8080.
+	$(OPERATOR) run --disable-webhook --metrics-secure=false
 
 .PHONY: install
 install: ## Install the CRD into the cluster.

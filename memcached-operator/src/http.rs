@@ -190,12 +190,15 @@ pub async fn serve_metrics(
             let app = app.layer(axum::middleware::from_fn_with_state(auth, auth::require));
             let std_listener = listener.into_std().map_err(serve_error)?;
             let handle = axum_server::Handle::new();
-            let server = axum_server::tls_rustls::from_tcp_rustls(
+            let mut server = axum_server::tls_rustls::from_tcp_rustls(
                 std_listener,
                 axum_server::tls_rustls::RustlsConfig::from_config(tls),
             )
             .map_err(serve_error)?
             .handle(handle.clone());
+            // The webhook's connection limits; headers within controller-runtime's metrics
+            // server's ReadHeaderTimeout.
+            crate::webhook::limit_connections(server.http_builder(), METRICS_READ_HEADER_TIMEOUT);
             let stopper = tokio::spawn(async move {
                 stop.cancelled().await;
                 handle.graceful_shutdown(Some(METRICS_GRACEFUL_SHUTDOWN));
@@ -206,6 +209,10 @@ pub async fn serve_metrics(
         }
     }
 }
+
+/// How long a metrics client may take to send its request headers (controller-runtime's
+/// metrics server sets `ReadHeaderTimeout` to 32 seconds).
+const METRICS_READ_HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(32);
 
 #[cfg(test)]
 mod tests {

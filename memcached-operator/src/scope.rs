@@ -26,22 +26,13 @@ pub struct ParseWatchScopeError {
     pub entry: String,
 }
 
-fn is_namespace_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
-}
-
 impl WatchScope {
     /// Parses `a,b` (spaces around names allowed, empty entries ignored); empty means all.
     pub fn parse(text: &str) -> Result<Self, ParseWatchScopeError> {
         let mut names = Vec::new();
         for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            if !is_namespace_name(entry) {
+            // Namespace names are DNS-1123 labels.
+            if !olmkit_core::k8s_name::is_dns1123_label(entry) {
                 return Err(ParseWatchScopeError {
                     entry: entry.to_string(),
                 });

@@ -100,6 +100,11 @@ pub async fn run(args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
         ))
         .hint("promote works on a released catalog; pass --catalog-dir"));
     }
+    // A promote killed while writing left a journal here: complete it before reading, or the
+    // plan would start from a half-written catalog.
+    olmkit_core::fsio::recover(&args.catalog_dir).user_hint(
+        "an interrupted promote left a journal that cannot be completed; check that the catalog directory is writable",
+    )?;
     let catalog = CatalogDir::open(&args.catalog_dir)
         .user_hint("fix the catalog first: bundle-tool catalog validate")?;
     let names: Vec<&str> = catalog

@@ -135,14 +135,8 @@ pub fn parse_quantity_millis(q: &str) -> Option<i128> {
 /// the value of the `app.kubernetes.io/instance` label (at most 63 characters), which a
 /// Memcached name (a DNS subdomain of up to 253 characters) does not guarantee.
 pub fn validate_name(name: &str) -> Vec<SpecProblem> {
-    let b = name.as_bytes();
-    let ok = !b.is_empty()
-        && b.len() <= 63
-        && b[0].is_ascii_lowercase()
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b.last().is_some_and(|c| *c != b'-');
-    if ok {
+    // A DNS-1035 label is also a valid label value (shorter, fewer characters).
+    if olmkit_core::k8s_name::is_dns1035_label(name) {
         Vec::new()
     } else {
         vec![SpecProblem {

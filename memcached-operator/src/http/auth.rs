@@ -4,7 +4,11 @@
 //!
 //! 1. the request's `Authorization: Bearer <token>` is checked with a TokenReview
 //!    (`authentication.k8s.io/v1`); no token, another scheme or a token the API server does not
-//!    authenticate is a 401 (anonymous requests are not accepted);
+//!    authenticate is a 401 (anonymous requests are not accepted). Here we deliberately differ
+//!    from controller-runtime: its webhook token authenticator turns a refused token's
+//!    `status.error` (kube-apiserver always sets one, "invalid bearer token") into an error, so
+//!    it answers a bad token with 500 "Authentication failed"; a refused credential is a 401
+//!    here, and 500 is kept for reviews that could not be made (3.);
 //! 2. the user the TokenReview names is authorized with a SubjectAccessReview
 //!    (`authorization.k8s.io/v1`) for the lower-cased HTTP method on the request path as a
 //!    non-resource URL (`get` on `/metrics`, what the `metrics-reader` ClusterRole grants);
@@ -270,7 +274,8 @@ pub enum Outcome {
 
 impl Outcome {
     /// The answer to send instead of the endpoint's (None when the request is allowed). Bodies
-    /// are controller-runtime's, so scrapers see the same messages.
+    /// are controller-runtime's, so scrapers see the same messages; the one code that differs is
+    /// a refused token's (401 here, 500 there: see the module header).
     pub fn refusal(&self) -> Option<Response> {
         let (code, text) = match self {
             Outcome::Allowed(_) => return None,

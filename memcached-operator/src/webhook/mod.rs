@@ -76,6 +76,27 @@ const H2_CONNECTION_WINDOW: u32 = 1024 * 1024;
 /// HTTP/2 streams per connection.
 const H2_MAX_STREAMS: u32 = 64;
 
+/// The connection limits of an HTTPS listener of the operator (the webhook's, and the secure
+/// metrics endpoint's, which any pod reaching its Service can open): how long a client may take
+/// to send its headers, how many and how large they may be, HTTP/2 windows and streams.
+pub(crate) fn limit_connections(
+    builder: &mut hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
+    header_read_timeout: Duration,
+) {
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(header_read_timeout)
+        .max_headers(HYPER_MAX_HEADERS)
+        .max_buf_size(HYPER_MAX_BUF_SIZE);
+    builder
+        .http2()
+        .max_header_list_size(H2_MAX_HEADER_LIST)
+        .initial_stream_window_size(H2_STREAM_WINDOW)
+        .initial_connection_window_size(H2_CONNECTION_WINDOW)
+        .max_concurrent_streams(H2_MAX_STREAMS);
+}
+
 /// Flags of the conversion webhook server.
 #[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct WebhookArgs {
@@ -330,19 +351,7 @@ pub async fn serve(
     let mut https = axum_server::tls_rustls::from_tcp_rustls(listener, tls)
         .map_err(|source| ServeWebhookError::Bind { addr, source })?
         .handle(handle.clone());
-    let builder = https.http_builder();
-    builder
-        .http1()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(args.webhook_request_timeout)
-        .max_headers(HYPER_MAX_HEADERS)
-        .max_buf_size(HYPER_MAX_BUF_SIZE);
-    builder
-        .http2()
-        .max_header_list_size(H2_MAX_HEADER_LIST)
-        .initial_stream_window_size(H2_STREAM_WINDOW)
-        .initial_connection_window_size(H2_CONNECTION_WINDOW)
-        .max_concurrent_streams(H2_MAX_STREAMS);
+    limit_connections(https.http_builder(), args.webhook_request_timeout);
 
     let watcher = tokio::spawn(cert_watcher.run(args.webhook_cert_poll_interval, stop.clone()));
     let stopper = tokio::spawn({

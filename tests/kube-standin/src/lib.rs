@@ -338,6 +338,7 @@ impl StandIn {
                 uid,
             },
             24 * 3600,
+            Vec::new(),
         );
         Ok(token)
     }

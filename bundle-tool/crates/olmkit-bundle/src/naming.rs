@@ -66,6 +66,12 @@ pub fn dns1123_label_problem(label: &str) -> Option<String> {
     joined(k8s_name::dns1123_label_errors(label))
 }
 
+/// Why `label` is not a DNS-1035 label (apimachinery `IsDNS1035Label`: Service names, a CRD's
+/// names and version names), or `None` when it is one.
+pub fn dns1035_label_problem(label: &str) -> Option<String> {
+    joined(k8s_name::dns1035_label_errors(label))
+}
+
 fn joined(problems: Vec<String>) -> Option<String> {
     (!problems.is_empty()).then(|| problems.join(","))
 }

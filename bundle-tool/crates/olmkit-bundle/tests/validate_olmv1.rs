@@ -375,10 +375,15 @@ fn deployment_names_are_unique_subdomains() {
         let mut bad = first.clone();
         bad["name"] = json!("Bad_Name");
         ds.push(bad);
-        // Each dot-separated part is held to a DNS-1123 label's 63 characters.
-        let mut long = first;
-        long["name"] = json!(format!("{}.example", "a".repeat(64)));
-        ds.push(long);
+        // `IsDNS1123Subdomain` (which operator-controller calls) limits the whole name to 253
+        // characters, not each dot-separated part: a 64-character part is accepted...
+        let mut long_part = first.clone();
+        long_part["name"] = json!(format!("{}.example", "a".repeat(64)));
+        ds.push(long_part);
+        // ...and a 254-character name is not.
+        let mut too_long = first;
+        too_long["name"] = json!(format!("{}.example", "a".repeat(246)));
+        ds.push(too_long);
     });
     let r = check(&f);
     expect(
@@ -402,8 +407,14 @@ fn deployment_names_are_unique_subdomains() {
         "olmv1-deployments",
         Severity::Error,
         CSV,
-        Some("spec.install.spec.deployments[3].name"),
+        Some("spec.install.spec.deployments[4].name"),
         "not a DNS-1123 subdomain",
+    );
+    assert!(
+        !r.findings
+            .iter()
+            .any(|f| f.path.as_deref() == Some("spec.install.spec.deployments[3].name")),
+        "{r:?}"
     );
 }
 
@@ -637,4 +648,17 @@ fn admission_webhook_rules_stay_off_olm_and_webhook_configurations() {
         .filter(|x| x.message.contains("forbidden rule"))
         .count();
     assert_eq!(rule_findings, 4, "{}", r.render_text());
+}
+
+/// A bundle that does not render cannot be checked further: one `olmv1-render` error, with the
+/// file when known (olmkit-catalog's `olmv1` tests drive it from a real bundle directory).
+#[test]
+fn a_bundle_that_does_not_render_is_one_error() {
+    let f = olmkit_bundle::validate::olmv1::render_failed(
+        Some("metadata/properties.yaml"),
+        "b: metadata/properties.yaml: properties: missing field `type`".into(),
+    );
+    assert_eq!(f.rule, "olmv1-render");
+    assert_eq!(f.severity, Severity::Error);
+    assert_eq!(f.file.as_deref(), Some("metadata/properties.yaml"));
 }

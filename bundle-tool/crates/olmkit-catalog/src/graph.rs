@@ -171,26 +171,18 @@ pub fn package_graph(p: &model::Package<'_>) -> PackageGraph {
             display_names.insert(b.name.to_string(), d.to_string());
         }
     }
-    let mut pkg_dep = None;
-    let mut ch_dep: BTreeMap<&str, String> = BTreeMap::new();
-    let mut b_dep: BTreeMap<&str, String> = BTreeMap::new();
-    for e in p.deprecation.iter().flat_map(|d| &d.blob.entries) {
-        match e.reference.schema.as_str() {
-            SCHEMA_PACKAGE => pkg_dep = Some(e.message.clone()),
-            SCHEMA_CHANNEL => {
-                ch_dep.insert(&e.reference.name, e.message.clone());
-            }
-            SCHEMA_BUNDLE => {
-                b_dep.insert(&e.reference.name, e.message.clone());
-            }
-            _ => {}
-        }
-    }
+    // Deprecation messages as the model resolves them (the catalog server reads the same).
+    let dep = p.deprecation.as_ref();
+    let message = |schema: &str, name: &str| {
+        dep.and_then(|d| d.message(schema, name))
+            .map(str::to_string)
+    };
+    let pkg_dep = message(SCHEMA_PACKAGE, "");
     let default_channel = p.blob.default_channel.as_str();
     let channels = p
         .channels
         .values()
-        .map(|c| channel_graph(c, &versions, &b_dep, default_channel, &ch_dep))
+        .map(|c| channel_graph(c, &versions, dep, default_channel))
         .collect();
     PackageGraph {
         package: p.name.to_string(),
@@ -205,14 +197,17 @@ pub fn package_graph(p: &model::Package<'_>) -> PackageGraph {
 fn channel_graph(
     c: &model::Channel<'_>,
     versions: &BTreeMap<String, Version>,
-    b_dep: &BTreeMap<&str, String>,
+    dep: Option<&model::Deprecation<'_>>,
     default_channel: &str,
-    ch_dep: &BTreeMap<&str, String>,
 ) -> ChannelGraph {
+    let message = |schema: &str, name: &str| {
+        dep.and_then(|d| d.message(schema, name))
+            .map(str::to_string)
+    };
     let node = |name: &str, entry: ChannelEntry, in_channel: bool| Node {
         name: name.to_string(),
         version: versions.get(name).map(|v| v.to_string()),
-        deprecated: b_dep.get(name).cloned(),
+        deprecated: message(SCHEMA_BUNDLE, name),
         in_channel,
         entry,
         version_parsed: versions.get(name).cloned(),
@@ -246,6 +241,6 @@ fn channel_graph(
             })
             .collect(),
         is_default: c.name == default_channel,
-        deprecated: ch_dep.get(c.name).cloned(),
+        deprecated: message(SCHEMA_CHANNEL, c.name),
     }
 }

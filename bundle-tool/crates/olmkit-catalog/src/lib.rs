@@ -13,7 +13,7 @@
 //! - [`declcfg::opm`]: what `opm render` does to a catalog between reading and printing it.
 //! - [`graph`]: per-channel upgrade graphs; [`graph_draw`]: text, Mermaid, DOT, SVG;
 //!   [`explain`]: OLM v0/v1 upgrade replay and channel-switch gaps.
-//! - [`release`]: release and promote planning (pure); [`layout`]: our `catalog/<package>/`
+//! - [`release`]: release and promote planning (pure); [`catalog_dir`]: our `catalog/<package>/`
 //!   files, atomic updates and the re-render check.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]

@@ -387,8 +387,8 @@ fn convert_bundle<'a>(
     file: Option<&'a str>,
 ) -> (Bundle<'a>, Vec<ProblemKind<'a>>) {
     let mut problems = Vec::new();
-    for p in &b.properties {
-        if let Err(e) = property::check_shape(p) {
+    for (i, p) in b.properties.iter().enumerate() {
+        if let Err(e) = property::check_shape(p, i) {
             problems.push(ProblemKind::BadProperty(b, e));
         }
     }

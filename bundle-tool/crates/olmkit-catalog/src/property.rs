@@ -126,13 +126,13 @@ pub struct PropertyShapeError(pub String);
 type FieldCheck<'a> = (&'a str, fn(&Value) -> bool, &'a str);
 
 /// Checks that a property of a known type has the shape opm parses it into (operator-registry
-/// `property.Parse`); unknown types always pass.
-pub fn check_shape(p: &Property) -> Result<(), PropertyShapeError> {
+/// `property.Parse`); unknown types always pass. `index` is the property's position in the
+/// bundle's list, which opm's `ParseError` names.
+pub fn check_shape(p: &Property, index: usize) -> Result<(), PropertyShapeError> {
     let expect_obj = |fields: &[FieldCheck<'_>]| -> Result<(), PropertyShapeError> {
         let Some(obj) = p.value.as_object() else {
             return Err(PropertyShapeError(format!(
-                "parse property[{}] of type {:?}: json: cannot unmarshal {} into Go value",
-                0,
+                "parse property[{index}] of type {:?}: json: cannot unmarshal {} into Go value",
                 p.type_,
                 json_kind(&p.value)
             )));
@@ -142,7 +142,7 @@ pub fn check_shape(p: &Property) -> Result<(), PropertyShapeError> {
                 && !check(v)
             {
                 return Err(PropertyShapeError(format!(
-                    "parse property of type {:?}: field {name:?} must be {want}, found {}",
+                    "parse property[{index}] of type {:?}: field {name:?} must be {want}, found {}",
                     p.type_,
                     json_kind(v)
                 )));
@@ -167,7 +167,7 @@ pub fn check_shape(p: &Property) -> Result<(), PropertyShapeError> {
         ]),
         BUNDLE_OBJECT => {
             expect_obj(&[("ref", is_str, "a string"), ("data", is_str, "a string")])?;
-            check_bundle_object(p)
+            check_bundle_object(p, index)
         }
         CSV_METADATA => expect_obj(&[]),
         _ => Ok(()),
@@ -175,7 +175,7 @@ pub fn check_shape(p: &Property) -> Result<(), PropertyShapeError> {
 }
 
 /// An `olm.bundle.object` needs inline base64 `data` that decodes, or a `ref`.
-fn check_bundle_object(p: &Property) -> Result<(), PropertyShapeError> {
+fn check_bundle_object(p: &Property, index: usize) -> Result<(), PropertyShapeError> {
     if let Some(data) = bundle_object_data(&p.value) {
         use base64::Engine;
         base64::engine::general_purpose::STANDARD
@@ -183,13 +183,13 @@ fn check_bundle_object(p: &Property) -> Result<(), PropertyShapeError> {
             .map(|_| ())
             .map_err(|e| {
                 PropertyShapeError(format!(
-                    "parse property of type {:?}: illegal base64 data: {e}",
+                    "parse property[{index}] of type {:?}: illegal base64 data: {e}",
                     p.type_
                 ))
             })
     } else if p.value.get("ref").is_none() {
         Err(PropertyShapeError(format!(
-            "parse property of type {:?}: one of \"data\" or \"ref\" must be set",
+            "parse property[{index}] of type {:?}: one of \"data\" or \"ref\" must be set",
             p.type_
         )))
     } else {

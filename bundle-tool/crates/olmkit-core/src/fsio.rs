@@ -25,7 +25,8 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 use thiserror::Error;
 
-/// A write could not be completed; nothing was changed at the target.
+/// A write could not be completed; nothing was changed at the target, except for
+/// [`WriteOutputError::Interrupted`], which leaves the change to [`recover`].
 #[derive(Debug, Error)]
 pub enum WriteOutputError {
     /// An I/O operation failed.
@@ -44,6 +45,20 @@ pub enum WriteOutputError {
     /// The target exists and overwriting was not allowed.
     #[error("{0} already exists")]
     Exists(PathBuf),
+    /// Applying the change failed and so did putting the old content back: the journal is kept,
+    /// and the next [`recover`] of `root` completes the change.
+    #[error(
+        "{error}; undoing it failed too ({undo}), so the change is left to be completed by recovery of {}",
+        root.display()
+    )]
+    Interrupted {
+        /// The root whose journal recovery will roll forward.
+        root: PathBuf,
+        /// Why the change stopped.
+        error: Box<WriteOutputError>,
+        /// Why the undo failed.
+        undo: std::io::Error,
+    },
 }
 
 fn io<'a>(
@@ -505,6 +520,13 @@ impl Changeset {
         self.commit_inner(None)
     }
 
+    /// Crash-safety tests of other crates: commits but stops dead after the journal and
+    /// `renames` renames, leaving everything on disk as a `kill -9` there would.
+    #[doc(hidden)]
+    pub fn commit_crashing_after(self, renames: usize) -> Result<(), WriteOutputError> {
+        self.commit_inner(Some(renames))
+    }
+
     /// [`Changeset::commit`]; with `crash_after = Some(n)` (tests only) it stops dead after the
     /// journal and `n` renames, leaving everything on disk as a `kill -9` there would.
     fn commit_inner(mut self, crash_after: Option<usize>) -> Result<(), WriteOutputError> {
@@ -536,7 +558,7 @@ impl Changeset {
         })?;
         write_journal(&self.root, &bytes)?;
         // 3. The renames.
-        let mut done: Vec<(PathBuf, Option<PathBuf>, bool)> = Vec::new();
+        let mut done: Vec<Done> = Vec::new();
         let mut result = Ok(());
         let mut renames = Crash {
             count: 0,
@@ -555,16 +577,19 @@ impl Changeset {
                 }
             }
         }
-        if result.is_err() {
-            // An I/O error (not a crash): put everything back as it was.
-            for (target, backup, moved_in) in done.into_iter().rev() {
-                if moved_in {
-                    let _ = remove_any(&target);
-                }
-                if let Some(b) = backup {
-                    let _ = fs::rename(&b, &target);
-                }
+        if let Err(error) = result {
+            // An I/O error (not a crash): put everything back as it was, durably. If that fails
+            // too, the tree is half changed: keep the journal and the stage, so that recovery
+            // completes the change (rolls forward) instead of leaving it half done.
+            if let Err(undo) = undo_renames(done) {
+                let _ = stage.keep();
+                return Err(WriteOutputError::Interrupted {
+                    root: self.root.clone(),
+                    error: Box::new(error),
+                    undo,
+                });
             }
+            result = Err(error);
         }
         // 4. Done (or undone): the journal goes first, then the stage with the old content.
         let journal_path = self.root.join(JOURNAL_FILE);
@@ -574,6 +599,28 @@ impl Changeset {
         result
     }
 }
+
+/// Undoes the renames of a failed commit, newest first: new content goes back to its staged
+/// path and the old content back to its place, each folder synced. Every step leaves a state the
+/// journal's roll-forward completes, so a failure part-way (reported to the caller, who keeps
+/// the journal) is recovered like a crash.
+fn undo_renames(done: Vec<Done>) -> std::io::Result<()> {
+    for (target, backup, staged) in done.into_iter().rev() {
+        if let Some(staged) = staged {
+            fs::rename(&target, &staged)?;
+            fs::File::open(parent_of(&staged))?.sync_all()?;
+        }
+        if let Some(b) = backup {
+            fs::rename(&b, &target)?;
+        }
+        fs::File::open(parent_of(&target))?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// What a commit did to one unit: the target, where its old content went (if it had any) and
+/// where its new content came from (once moved in).
+type Done = (PathBuf, Option<PathBuf>, Option<PathBuf>);
 
 /// Counts renames; in tests, says when to stop dead as a crash would.
 struct Crash {
@@ -594,7 +641,7 @@ fn apply_unit(
     root: &Path,
     stage: &Path,
     u: &Unit,
-    done: &mut Vec<(PathBuf, Option<PathBuf>, bool)>,
+    done: &mut Vec<Done>,
     crash: &mut Crash,
 ) -> Result<bool, WriteOutputError> {
     let target = root.join(&u.rel);
@@ -609,11 +656,12 @@ fn apply_unit(
     } else {
         None
     };
-    done.push((target.clone(), backup, false));
+    done.push((target.clone(), backup, None));
     if u.put {
-        rename_synced(&stage.join(&u.staged), &target, "rename into place")?;
+        let staged = stage.join(&u.staged);
+        rename_synced(&staged, &target, "rename into place")?;
         if let Some(last) = done.last_mut() {
-            last.2 = true;
+            last.2 = Some(staged);
         }
         if crash.tick() {
             return Ok(true);
@@ -706,6 +754,33 @@ mod tests {
         cs.put_file("blocker/child", b"x").unwrap();
         assert!(cs.commit().is_err());
         assert_eq!(read_tree(root.path()).unwrap(), before);
+    }
+
+    /// A failed commit whose undo stops part-way keeps its journal; whatever the undo managed,
+    /// recovery then completes the change.
+    #[test]
+    fn an_undo_that_stops_part_way_is_completed_by_recovery() {
+        for undo_backup_too in [false, true] {
+            let root = tempfile::tempdir().unwrap();
+            fs::write(root.path().join("keep"), "old").unwrap();
+            let mut cs = Changeset::new(root.path()).unwrap();
+            cs.put_file("keep", b"new").unwrap();
+            // Both renames (move aside, move in) done; the journal is still there.
+            cs.commit_inner(Some(2)).unwrap();
+            let journal: Journal =
+                serde_json::from_slice(&fs::read(root.path().join(JOURNAL_FILE)).unwrap()).unwrap();
+            let stage = root.path().join(&journal.stage);
+            let u = &journal.units[0];
+            let backup = undo_backup_too.then(|| stage.join(&u.backup));
+            undo_renames(vec![(
+                root.path().join("keep"),
+                backup,
+                Some(stage.join(&u.staged)),
+            )])
+            .unwrap();
+            assert!(recover(root.path()).unwrap().journal_found);
+            assert_eq!(fs::read(root.path().join("keep")).unwrap(), b"new");
+        }
     }
 
     /// A tree with an old bundle, a catalog file and a file the change removes.

@@ -1,6 +1,7 @@
-//! Kubernetes name syntax: DNS-1123 labels and subdomains, and label values.
+//! Kubernetes name syntax: DNS-1123 labels and subdomains, DNS-1035 labels, and label values.
 //!
-//! Mirrors k8s.io/apimachinery `pkg/util/validation` (`IsDNS1123Label`, `IsDNS1123Subdomain`)
+//! Mirrors k8s.io/apimachinery `pkg/util/validation` (`IsDNS1123Label`, `IsDNS1123Subdomain`,
+//! `IsDNS1035Label`)
 //! and `pkg/api/validate/content` (`IsLabelValue`): each check returns the list of problems with
 //! upstream's exact texts (empty when the value is valid), because opm, operator-sdk and the API
 //! server print those texts and users search for them. Checked on bytes, as Go's `len` and
@@ -17,6 +18,8 @@ const LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
 const SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+const DNS1035_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 
@@ -91,6 +94,33 @@ pub fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
     errs
 }
 
+/// The problems that make `value` not a DNS-1035 label (the syntax of Service names and of a
+/// CRD's names and version names), as apimachinery `IsDNS1035Label`.
+pub fn dns1035_label_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_LABEL_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
+    }
+    if !matches_dns1035_label(value) {
+        errs.push(regex_error(
+            DNS1035_MSG,
+            DNS1035_FMT,
+            &["my-name", "abc-123"],
+        ));
+    }
+    errs
+}
+
+/// True when `value` is a DNS-1035 label.
+pub fn is_dns1035_label(value: &str) -> bool {
+    value.len() <= DNS1123_LABEL_MAX_LENGTH && matches_dns1035_label(value)
+}
+
+/// A DNS-1123 label that starts with a letter, anchored.
+fn matches_dns1035_label(s: &str) -> bool {
+    matches_label(s) && s.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
+}
+
 /// The problems that make `value` not a label value, as apimachinery `IsLabelValue` (whose
 /// length message, from `pkg/api/validate/content`, says "bytes").
 pub fn label_value_errors(value: &str) -> Vec<String> {
@@ -123,6 +153,22 @@ pub fn is_dns1123_subdomain(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dns1035_labels_start_with_a_letter() {
+        assert!(is_dns1035_label("my-name") && dns1035_label_errors("abc-123").is_empty());
+        assert!(!is_dns1035_label("1abc") && !is_dns1035_label("a.b") && !is_dns1035_label(""));
+        assert_eq!(
+            dns1035_label_errors("1abc"),
+            [
+                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+            ]
+        );
+        assert_eq!(
+            dns1035_label_errors(&"a".repeat(64)),
+            ["must be no more than 63 characters"]
+        );
+    }
     use proptest::prelude::*;
 
     #[test]

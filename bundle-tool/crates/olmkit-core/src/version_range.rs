@@ -155,7 +155,9 @@ fn flatten_wildcard(v: &str) -> String {
 fn increment_part(flat: &str, index: usize) -> Option<String> {
     let mut parts: Vec<String> = flat.split('.').map(str::to_string).collect();
     let n: u64 = parts.get(index)?.parse().ok()?;
-    parts[index] = (n + 1).to_string();
+    // Go's uint64 addition wraps, so blang turns the largest number into 0; so do we, instead
+    // of panicking on input such as `>18446744073709551615.x`.
+    parts[index] = n.wrapping_add(1).to_string();
     Some(parts.join("."))
 }
 
@@ -306,6 +308,10 @@ mod tests {
         assert!(r.contains(&v("1.0.5")) && !r.contains(&v("1.1.0")));
         let r = range("!=1.x");
         assert!(!r.contains(&v("0.9.0")) && !r.contains(&v("2.0.0")));
+        // A part at u64::MAX wraps to 0 when incremented, as Go's uint64 does in blang: such
+        // ranges parse instead of panicking.
+        assert!(VersionRange::parse(">18446744073709551615.x").is_ok());
+        assert!(VersionRange::parse("<=1.18446744073709551615.x").is_ok());
     }
 
     #[test]

@@ -34,6 +34,11 @@ impl CommitError {
     pub fn hints(&self) -> Vec<String> {
         match self {
             CommitError::Open(_) => vec!["check that bundle/ and catalog/ are writable".into()],
+            CommitError::Write(e) if matches!(**e, WriteOutputError::Interrupted { .. }) => vec![
+                "the change is half applied; the next `bundle-tool release` completes it \
+                 (its journal is kept); check that bundle/ and catalog/ are writable"
+                    .into(),
+            ],
             CommitError::Write(_) => {
                 vec!["nothing was changed; check that bundle/ and catalog/ are writable".into()]
             }

@@ -242,15 +242,12 @@ pub fn plan(
         None
     };
     let created_at = created_at(existing.as_ref())?;
-    // A released version's images are rebuilt with the time of its release (its CSV's
-    // createdAt, which the release took from SOURCE_DATE_EPOCH): a re-run then reproduces the
-    // published digests instead of making every image differ by its build time alone.
-    let image_time = match existing
-        .as_ref()
-        .and_then(|_| created_at.parse::<jiff::Timestamp>().ok())
-    {
-        Some(t) => t,
-        None => epoch::source_date_epoch()?.unwrap_or(jiff::Timestamp::UNIX_EPOCH),
+    // Images carry the time of their release, the CSV's createdAt (SOURCE_DATE_EPOCH, or now
+    // without it), read back from the string a re-run will read too: a re-run then reproduces
+    // the published digests instead of making every image differ by its build time alone.
+    let image_time = match created_at.parse::<jiff::Timestamp>() {
+        Ok(t) => t,
+        Err(_) => epoch::source_date_epoch()?.unwrap_or(jiff::Timestamp::UNIX_EPOCH),
     };
     let names = image_names(config, inputs);
     let default_channel = config.default_channel.clone().or_else(|| {
@@ -365,22 +362,18 @@ fn require_above_heads(
     channels: &[String],
     version: &Version,
 ) -> Result<(), PlanError> {
-    let Some(graph) = olmkit_catalog::graph::package_graphs(cfg)
-        .into_iter()
-        .find(|g| g.package == package)
-    else {
+    // This package's model only: graphs of the whole catalog would cost a big catalog a third
+    // of a second for nothing.
+    let scope = cfg.only_package(package);
+    let model = olmkit_catalog::model::Model::new(&scope, None);
+    let Some(pkg) = model.package(package) else {
         return Ok(());
     };
     for channel in channels {
-        let Some(head) = graph.channel(channel).and_then(|c| c.head()) else {
+        let Some(head) = pkg.channel(channel).and_then(|c| c.head()) else {
             continue;
         };
-        let Some(head_version) = cfg
-            .bundles
-            .iter()
-            .find(|b| b.package == package && b.name == head)
-            .and_then(olmkit_catalog::validate::bundle_version)
-        else {
+        let Some(head_version) = pkg.version_of(head).cloned() else {
             continue;
         };
         if version.cmp_precedence(&head_version).is_gt() {

@@ -49,19 +49,28 @@ pub struct Recovered {
     pub stale_stages_removed: usize,
 }
 
-/// Completes an interrupted release under the common root of `bundle_root` and `catalog_dir`.
+/// Completes an interrupted release under the common root of `bundle_root` and `catalog_dir`,
+/// then an interrupted `promote`, whose changesets live in `catalog_dir` itself.
 pub fn recover_interrupted(
     bundle_root: &Path,
     catalog_dir: &Path,
 ) -> Result<Recovered, RecoverError> {
     let root = common_root(bundle_root, catalog_dir)?;
-    let rec = olmkit_core::fsio::recover(&root).map_err(|e| RecoverError::Journal(Box::new(e)))?;
-    Ok(Recovered {
-        root,
+    let journal = |e| RecoverError::Journal(Box::new(e));
+    let rec = olmkit_core::fsio::recover(&root).map_err(journal)?;
+    let mut out = Recovered {
+        root: root.clone(),
         journal_found: rec.journal_found,
         rolled_forward: rec.rolled_forward,
         stale_stages_removed: rec.stale_stages_removed,
-    })
+    };
+    if catalog_dir != root {
+        let rec = olmkit_core::fsio::recover(catalog_dir).map_err(journal)?;
+        out.journal_found |= rec.journal_found;
+        out.rolled_forward += rec.rolled_forward;
+        out.stale_stages_removed += rec.stale_stages_removed;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -77,5 +86,26 @@ mod tests {
         assert_eq!(rec.root, tmp.path());
         assert!(!rec.journal_found);
         assert_eq!(rec.rolled_forward, 0);
+    }
+
+    /// A promote killed while committing left its journal in the catalog directory: the
+    /// release completes it before reading the catalog.
+    #[test]
+    fn an_interrupted_promote_is_completed_too() {
+        let tmp = tempfile::tempdir().unwrap();
+        let catalog = tmp.path().join("catalog");
+        std::fs::create_dir_all(catalog.join("p")).unwrap();
+        std::fs::write(catalog.join("p/catalog.yaml"), "old").unwrap();
+        let mut cs = olmkit_core::fsio::Changeset::new(&catalog).unwrap();
+        cs.put_file("p/catalog.yaml", b"new").unwrap();
+        // Moved aside, not yet moved in: the catalog has no file for the package.
+        cs.commit_crashing_after(1).unwrap();
+        assert!(!catalog.join("p/catalog.yaml").exists());
+        let rec = recover_interrupted(&tmp.path().join("bundle"), &catalog).unwrap();
+        assert!(rec.journal_found);
+        assert_eq!(
+            std::fs::read(catalog.join("p/catalog.yaml")).unwrap(),
+            b"new"
+        );
     }
 }

@@ -2,13 +2,22 @@
 //! token (what `--token-auth-file` gives a cluster admin) and ServiceAccount tokens issued by the
 //! TokenRequest API (`serviceaccounts/<name>/token`), which stop working when they expire or
 //! when their ServiceAccount is deleted (or re-created with another uid), as bound tokens do.
-//! A request without credentials is anonymous (`--anonymous-auth=true`, the default:
+//! ServiceAccount tokens carry the audiences they were issued for, and a token is accepted only
+//! for an audience it carries: the API server's own (`API_AUDIENCE`) for requests to it, the
+//! ones a TokenReview names for a review. The static admin token is audience-agnostic, so it is
+//! good for the API server's audience only, as kube-apiserver's `WrapAudienceAgnosticToken`
+//! treats static tokens. A request without credentials is anonymous (`--anonymous-auth=true`, the default:
 //! <https://kubernetes.io/docs/reference/access-authn-authz/authentication/#anonymous-requests>).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::UserInfo;
+
+/// The API server's audience (kube-apiserver's `--api-audiences`, which defaults to its
+/// service-account issuer): the audience of tokens that do not ask for one, and the one
+/// requests to the API server need.
+pub const API_AUDIENCE: &str = "https://kubernetes.default.svc.cluster.local";
 
 /// Why a presented token was refused (the request gets a 401).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -19,6 +28,12 @@ pub enum TokenError {
     Expired,
     #[error("service account {namespace}/{name} no longer exists")]
     ServiceAccountGone { namespace: String, name: String },
+    /// The token is for none of the audiences asked for (the JWT authenticator's wording).
+    #[error("token audiences {token:?} is invalid for the target audiences {wanted:?}")]
+    Audience {
+        token: Vec<String>,
+        wanted: Vec<String>,
+    },
 }
 
 /// What a ServiceAccount token is bound to.
@@ -35,6 +50,8 @@ struct Token {
     service_account: Option<BoundServiceAccount>,
     /// Unix seconds; None = never.
     expires: Option<i64>,
+    /// The audiences it was issued for; None for an audience-agnostic (static) token.
+    audiences: Option<Vec<String>>,
 }
 
 /// The token table.
@@ -60,6 +77,7 @@ impl Authenticator {
                 user: UserInfo::admin(),
                 service_account: None,
                 expires: None,
+                audiences: None,
             },
         );
         Authenticator {
@@ -73,13 +91,25 @@ impl Authenticator {
         &self.admin_token
     }
 
-    /// Issues a token for a ServiceAccount, valid for `seconds`.
-    pub fn issue_service_account_token(&self, sa: BoundServiceAccount, seconds: i64) -> String {
+    /// Issues a token for a ServiceAccount, valid for `seconds`, for `audiences` (the API
+    /// server's when empty, as the TokenRequest API defaults them).
+    pub fn issue_service_account_token(
+        &self,
+        sa: BoundServiceAccount,
+        seconds: i64,
+        audiences: Vec<String>,
+    ) -> String {
         let token = format!("standin-sa.{}", crate::meta::new_uid().replace('-', ""));
+        let audiences = if audiences.is_empty() {
+            vec![API_AUDIENCE.to_string()]
+        } else {
+            audiences
+        };
         let entry = Token {
             user: UserInfo::service_account(&sa.namespace, &sa.name),
             service_account: Some(sa),
             expires: Some(jiff::Timestamp::now().as_second() + seconds),
+            audiences: Some(audiences),
         };
         if let Ok(mut t) = self.tokens.lock() {
             t.insert(token.clone(), entry);
@@ -87,13 +117,16 @@ impl Authenticator {
         token
     }
 
-    /// The user of a bearer token. `sa_uid` tells the current uid of a ServiceAccount (None when
-    /// it does not exist), so tokens of deleted ServiceAccounts stop working.
+    /// The user of a bearer token, for the audiences `wanted`, and the audiences among them the
+    /// token is good for (never empty: none is an error). `sa_uid` tells the current uid of a
+    /// ServiceAccount (None when it does not exist), so tokens of deleted ServiceAccounts stop
+    /// working.
     pub fn authenticate(
         &self,
         token: &str,
+        wanted: &[String],
         sa_uid: impl Fn(&str, &str) -> Option<String>,
-    ) -> Result<UserInfo, TokenError> {
+    ) -> Result<(UserInfo, Vec<String>), TokenError> {
         let entry = self
             .tokens
             .lock()
@@ -114,7 +147,21 @@ impl Authenticator {
                 name: sa.name.clone(),
             });
         }
-        Ok(entry.user)
+        let held = entry
+            .audiences
+            .unwrap_or_else(|| vec![API_AUDIENCE.to_string()]);
+        let granted: Vec<String> = wanted
+            .iter()
+            .filter(|a| held.contains(a))
+            .cloned()
+            .collect();
+        if granted.is_empty() {
+            return Err(TokenError::Audience {
+                token: held,
+                wanted: wanted.to_vec(),
+            });
+        }
+        Ok((entry.user, granted))
     }
 }
 
@@ -131,20 +178,27 @@ pub fn bearer(header: &str) -> Option<&str> {
 mod tests {
     use super::*;
 
+    fn api() -> Vec<String> {
+        vec![API_AUDIENCE.to_string()]
+    }
+
     #[test]
     fn tokens_map_to_users_and_die_with_their_service_account() {
         let a = Authenticator::new();
-        let admin = a.authenticate(a.admin_token(), |_, _| None).expect("admin");
+        let (admin, _) = a
+            .authenticate(a.admin_token(), &api(), |_, _| None)
+            .expect("admin");
         assert!(admin.groups.iter().any(|g| g == "system:masters"));
         let sa = BoundServiceAccount {
             namespace: "ns".into(),
             name: "op".into(),
             uid: "u1".into(),
         };
-        let t = a.issue_service_account_token(sa, 600);
-        let user = a
-            .authenticate(&t, |_, _| Some("u1".into()))
+        let t = a.issue_service_account_token(sa, 600, Vec::new());
+        let (user, granted) = a
+            .authenticate(&t, &api(), |_, _| Some("u1".into()))
             .expect("sa token");
+        assert_eq!(granted, api());
         assert_eq!(user.name, "system:serviceaccount:ns:op");
         assert_eq!(
             user.groups,
@@ -155,11 +209,11 @@ mod tests {
             ]
         );
         assert!(matches!(
-            a.authenticate(&t, |_, _| Some("u2".into())),
+            a.authenticate(&t, &api(), |_, _| Some("u2".into())),
             Err(TokenError::ServiceAccountGone { .. })
         ));
         assert_eq!(
-            a.authenticate("nope", |_, _| None),
+            a.authenticate("nope", &api(), |_, _| None),
             Err(TokenError::Unknown)
         );
         let expired = a.issue_service_account_token(
@@ -169,12 +223,40 @@ mod tests {
                 uid: "u1".into(),
             },
             -1,
+            Vec::new(),
         );
         assert_eq!(
-            a.authenticate(&expired, |_, _| Some("u1".into())),
+            a.authenticate(&expired, &api(), |_, _| Some("u1".into())),
             Err(TokenError::Expired)
         );
         assert_eq!(bearer("Bearer abc"), Some("abc"));
         assert_eq!(bearer("Basic abc"), None);
+    }
+
+    #[test]
+    fn tokens_are_good_only_for_their_audiences() {
+        let a = Authenticator::new();
+        let sa = BoundServiceAccount {
+            namespace: "ns".into(),
+            name: "op".into(),
+            uid: "u1".into(),
+        };
+        let vault = a.issue_service_account_token(sa, 600, vec!["vault".into(), "x".into()]);
+        let uid = |_: &str, _: &str| Some("u1".to_string());
+        // Not for the API server...
+        assert!(matches!(
+            a.authenticate(&vault, &api(), uid),
+            Err(TokenError::Audience { .. })
+        ));
+        // ...but for a review asking for one of its audiences, which are the overlap.
+        let (_, granted) = a
+            .authenticate(&vault, &["y".into(), "vault".into()], uid)
+            .expect("vault audience");
+        assert_eq!(granted, ["vault"]);
+        // The static admin token is good for the API server's audience only.
+        assert!(matches!(
+            a.authenticate(a.admin_token(), &["vault".into()], |_, _| None),
+            Err(TokenError::Audience { .. })
+        ));
     }
 }

@@ -93,7 +93,11 @@ impl App {
     }
 
     /// The user a bearer token authenticates as (what the filter and TokenReview both use).
-    pub fn authenticate_token(&self, token: &str) -> Result<UserInfo, crate::auth::TokenError> {
+    pub fn authenticate_token(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<(UserInfo, Vec<String>), crate::auth::TokenError> {
         let sa_uid = |ns: &str, name: &str| {
             self.store
                 .read()
@@ -104,7 +108,7 @@ impl App {
                 )
                 .map(|o| meta::uid(&o).to_string())
         };
-        self.auth.tokens.authenticate(token, sa_uid)
+        self.auth.tokens.authenticate(token, audiences, sa_uid)
     }
 
     /// The user of a request's credentials (anonymous without any), or the 401 to send.
@@ -116,10 +120,13 @@ impl App {
         else {
             return Ok(UserInfo::anonymous());
         };
-        self.authenticate_token(token).map_err(|e| {
-            tracing::debug!(error = %e, "authentication failed");
-            crate::auth::unauthorized()
-        })
+        // Requests to the API server need a token for the API server's audience.
+        self.authenticate_token(token, &[crate::auth::authn::API_AUDIENCE.to_string()])
+            .map(|(user, _)| user)
+            .map_err(|e| {
+                tracing::debug!(error = %e, "authentication failed");
+                crate::auth::unauthorized()
+            })
     }
 }
 

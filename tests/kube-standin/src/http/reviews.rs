@@ -104,13 +104,23 @@ fn token_review(app: &App, spec: &Value) -> Result<Value, ApiError> {
             "token is required for TokenReview in authentication.k8s.io",
         ));
     }
-    let audiences = spec
+    // No audiences asked for means the API server's (kube-apiserver's TokenReview handler).
+    let mut wanted: Vec<String> = spec
         .get("audiences")
-        .filter(|a| a.as_array().is_some_and(|a| !a.is_empty()))
-        .cloned()
-        .unwrap_or_else(|| json!([DEFAULT_AUDIENCE]));
-    Ok(match app.authenticate_token(token) {
-        Ok(user) => {
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    if wanted.is_empty() {
+        wanted.push(DEFAULT_AUDIENCE.to_string());
+    }
+    Ok(match app.authenticate_token(token, &wanted) {
+        // `status.audiences`: those asked for that the token is good for.
+        Ok((user, audiences)) => {
             let mut info = Map::new();
             info.insert("username".into(), json!(user.name));
             if let Some(uid) = service_account_uid(app, &user.name) {

@@ -20,9 +20,7 @@ const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
 const MIN_EXPIRATION_SECONDS: i64 = 600;
 /// Longest lifetime the API accepts (2^32 seconds).
 const MAX_EXPIRATION_SECONDS: i64 = 1 << 32;
-/// The audience of tokens that do not ask for one (kube-apiserver's `--api-audiences`
-/// defaults to its service-account issuer).
-pub const DEFAULT_AUDIENCE: &str = "https://kubernetes.default.svc.cluster.local";
+pub use crate::auth::authn::API_AUDIENCE as DEFAULT_AUDIENCE;
 
 fn invalid(name: &str, cause: FieldCause) -> ApiError {
     ApiError::new(
@@ -88,11 +86,21 @@ pub(super) fn create(
             ),
         ));
     }
-    let audiences = body
+    let asked: Vec<String> = body
         .pointer("/spec/audiences")
-        .filter(|a| a.as_array().is_some_and(|a| !a.is_empty()))
-        .cloned()
-        .unwrap_or_else(|| json!([DEFAULT_AUDIENCE]));
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let audiences = if asked.is_empty() {
+        json!([DEFAULT_AUDIENCE])
+    } else {
+        json!(asked)
+    };
     let token = app.auth.tokens.issue_service_account_token(
         BoundServiceAccount {
             namespace: t.ns.clone(),
@@ -100,6 +108,7 @@ pub(super) fn create(
             uid: meta::uid(&sa).to_string(),
         },
         seconds,
+        asked,
     );
     let expires = jiff::Timestamp::now()
         .checked_add(jiff::SignedDuration::from_secs(seconds))

@@ -121,15 +121,6 @@ fn preserve_unknown_fields(ctx: &mut Ctx, m: &Manifest, v1: bool) {
     }
 }
 
-/// Why `s` is not a DNS-1035 label (at most 63 characters of `[a-z0-9-]`, starting with a
-/// letter, ending alphanumeric), or `None`.
-fn dns1035_label_problem(s: &str) -> Option<String> {
-    crate::naming::dns1123_label_problem(s).or_else(|| {
-        (!s.starts_with(|c: char| c.is_ascii_lowercase()))
-            .then(|| format!("{s:?} must start with a lower case letter (DNS-1035 label)"))
-    })
-}
-
 /// apiextensions `ValidateCustomResourceDefinitionSpec` and `...Names`, as operator-framework/api
 /// `validateInternalCRD` runs them on the defaulted CRD: the group is a DNS subdomain with a
 /// dot, the scope is Cluster or Namespaced, plural/kind are set, names, short names,
@@ -173,7 +164,7 @@ fn spec_names(ctx: &mut Ctx, m: &Manifest) {
                 } else {
                     v.to_string()
                 };
-                if let Some(p) = dns1035_label_problem(&v) {
+                if let Some(p) = crate::naming::dns1035_label_problem(&v) {
                     problems.push((format!("spec.names.{key}"), p));
                 }
             }
@@ -181,13 +172,13 @@ fn spec_names(ctx: &mut Ctx, m: &Manifest) {
     }
     for key in ["shortNames", "categories"] {
         for (i, v) in arr_at(o, &format!("/spec/names/{key}")).iter().enumerate() {
-            if let Some(p) = dns1035_label_problem(v.as_str().unwrap_or("")) {
+            if let Some(p) = crate::naming::dns1035_label_problem(v.as_str().unwrap_or("")) {
                 problems.push((format!("spec.names.{key}[{i}]"), p));
             }
         }
     }
     for (i, v) in arr_at(o, "/spec/versions").iter().enumerate() {
-        if let Some(p) = dns1035_label_problem(str_at(v, "/name").unwrap_or("")) {
+        if let Some(p) = crate::naming::dns1035_label_problem(str_at(v, "/name").unwrap_or("")) {
             problems.push((format!("spec.versions[{i}].name"), p));
         }
     }

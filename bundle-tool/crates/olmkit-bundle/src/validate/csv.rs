@@ -27,7 +27,8 @@ const CASE_SENSITIVE: &[&str] = &[
     "olm.skipRange",
 ];
 
-const INSTALL_MODES: [&str; 4] = [
+/// The install mode types OLM knows (`v1alpha1.InstallModeType`).
+pub(super) const INSTALL_MODES: [&str; 4] = [
     "OwnNamespace",
     "SingleNamespace",
     "MultiNamespace",

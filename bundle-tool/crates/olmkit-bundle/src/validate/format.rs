@@ -397,7 +397,7 @@ fn manifests(ctx: &mut Ctx) {
                     (name.contains('/') || name.contains('%') || name == "." || name == "..")
                         .then(|| "may not contain '/' or '%'".to_string())
                 }
-                "Service" => service_name_problem(name),
+                "Service" => crate::naming::dns1035_label_problem(name),
                 _ => dns1123_subdomain_problem(name),
             };
             // operator-sdk validates metadata without a name check (ValidateObjectMetaAccessor
@@ -490,15 +490,6 @@ fn manifests(ctx: &mut Ctx) {
             );
         }
     }
-}
-
-fn service_name_problem(name: &str) -> Option<String> {
-    // Service names are DNS-1035 labels: they must start with a letter.
-    if let Some(p) = crate::naming::dns1123_label_problem(name) {
-        return Some(p);
-    }
-    (!name.starts_with(|c: char| c.is_ascii_lowercase()))
-        .then(|| "must start with a lower case letter (DNS-1035 label)".to_string())
 }
 
 /// Length of `bytes` gzip-compressed (default level, as Go's `gzip.NewWriter`) and then

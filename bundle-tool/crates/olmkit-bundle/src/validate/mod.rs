@@ -284,6 +284,11 @@ pub const RULES: &[(&str, &str, &str)] = &[
         "the new CSV replaces, skips or skipRanges the previous one",
     ),
     (
+        "olmv1-render",
+        "olm-v1",
+        "the bundle converts to the FBC properties OLM v1 reads (opm render's registry+v1 conversion)",
+    ),
+    (
         "olmv1-package",
         "olm-v1",
         "the bundle names its package (operator-controller CheckPackageNameNotEmpty)",

@@ -23,7 +23,7 @@
 //! every problem: errors block an install, warnings need a feature or configuration on the
 //! cluster. Each rule id is listed in [`super::RULES`] under the `olm-v1` suite.
 
-use crate::json::{arr_at, str_at};
+use crate::json::arr_at;
 use crate::model::Bundle;
 use olmkit_core::{Finding, Report};
 use serde_json::Value;
@@ -67,12 +67,12 @@ pub struct Olmv1Object<'a> {
 impl<'a> Olmv1Object<'a> {
     /// `kind`.
     pub fn kind(&self) -> &'a str {
-        str_of(self.object, "kind")
+        olmkit_core::object::kind(self.object)
     }
 
     /// `metadata.name`.
     pub fn name(&self) -> &'a str {
-        str_at(self.object, "/metadata/name").unwrap_or("")
+        olmkit_core::object::name(self.object)
     }
 }
 
@@ -176,12 +176,6 @@ impl<'a> Olmv1Bundle<'a> {
     /// non-string `type`, a non-boolean `supported`) counts as no install modes at all, and
     /// unknown types are ignored.
     fn supported_install_modes(&self) -> BTreeSet<&'a str> {
-        const KNOWN: &[&str] = &[
-            "OwnNamespace",
-            "SingleNamespace",
-            "MultiNamespace",
-            "AllNamespaces",
-        ];
         let Some(list) = self.csv_at("/spec/installModes").and_then(Value::as_array) else {
             return BTreeSet::new();
         };
@@ -200,7 +194,7 @@ impl<'a> Olmv1Bundle<'a> {
                 Some(Value::Bool(b)) => *b,
                 Some(_) => return BTreeSet::new(),
             };
-            if supported && KNOWN.contains(&type_) {
+            if supported && super::csv::INSTALL_MODES.contains(&type_) {
                 out.insert(type_);
             }
         }
@@ -223,13 +217,11 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// apimachinery `IsDNS1123Subdomain`, with the 63-character limit on each dot-separated part
-/// that bundle-tool's OLM v1 check has always applied.
+/// apimachinery `IsDNS1123Subdomain`, which operator-controller's
+/// `CheckDeploymentNameIsDNS1123SubDomain` and `CheckWebhookNameIsDNS1123SubDomain` call: 253
+/// characters at most, with no limit on a dot-separated part.
 fn dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.split('.')
-            .all(|label| crate::naming::dns1123_label_problem(label).is_none())
+    olmkit_core::k8s_name::is_dns1123_subdomain(s)
 }
 
 /// The findings so far, with the CSV file most of them point at.
@@ -290,6 +282,19 @@ pub fn check_olmv1_support(bundle: &Olmv1Bundle) -> Report {
     };
     report.normalize();
     report
+}
+
+/// `olmv1-render`: the bundle does not convert to the properties a catalog (and so OLM v1)
+/// would carry for it, so none of the other OLM v1 checks can run; `file` is the file the
+/// conversion refused, when known.
+pub fn render_failed(file: Option<&str>, message: String) -> Finding {
+    let f = Finding::error("olmv1-render", message).hint(
+        "OLM v1 installs bundles from a catalog: fix the file so that `bundle-tool render` accepts the bundle",
+    );
+    match file {
+        Some(file) => f.file(file.to_string()),
+        None => f,
+    }
 }
 
 /// `olmv1-package`: operator-controller `CheckPackageNameNotEmpty`.

@@ -11,7 +11,7 @@
 //!   relative order (opm keeps them apart from the other properties and appends them);
 //! - a package icon's base64 data is decoded and re-encoded (Go's `[]byte` JSON form).
 //!
-//! Our own catalog writer (`layout`) does not call this: `catalog/` keeps its bytes.
+//! Our own catalog writer (`catalog_dir`) does not call this: `catalog/` keeps its bytes.
 
 use super::{Bundle, DeclarativeConfig, Property};
 use crate::property::{BUNDLE_OBJECT, CSV_METADATA};

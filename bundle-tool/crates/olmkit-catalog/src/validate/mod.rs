@@ -5,8 +5,8 @@
 //! specs, channel membership, deprecations) is [`crate::model::Model::new`], whose problems
 //! are worded here; validating the model (`model.go`: default channel, one head per channel
 //! computed from `replaces` and `skips` only, no replaces cycle, no stranded bundle, skips,
-//! skipRange, unique versions) is one small function per rule, listed in [`RULES`] and kept
-//! one file per area ([`package`], [`channel`], [`bundle`], [`graph`], [`deprecation`]).
+//! skipRange, unique versions) is small functions (one per rule, or per check where opm words
+//! a few rules from one walk), their rule ids listed in [`RULES`], and kept one file per area ([`package`], [`channel`], [`bundle`], [`graph`], [`deprecation`]).
 //!
 //! opm stops at the first error; this validator reports every problem, each with a stable rule
 //! id, the package/channel/bundle it concerns and the file it came from, and keeps opm's
@@ -108,7 +108,8 @@ const fn error(id: &'static str, description: &'static str, upstream: &'static s
 
 const CONVERT: &str = "alpha/declcfg/declcfg_to_model.go ConvertToModel";
 
-/// Every catalog rule (for `--help`, documentation and the meta-test that keeps it complete).
+/// Every catalog rule: id, severity, what it checks and the opm function it mirrors (the
+/// meta-test `tests/model_rules.rs` keeps it complete).
 pub const RULES: &[Rule] = &[
     error(
         rules::PACKAGE_NAME,
