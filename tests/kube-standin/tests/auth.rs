@@ -272,6 +272,72 @@ async fn token_request_issues_service_account_tokens() {
     assert_eq!(r.status(), 401);
 }
 
+/// Bound tokens carry audiences: one issued for `vault` is not good for the API server, and a
+/// TokenReview answers with the audiences asked for that the token holds, or refuses it.
+#[tokio::test]
+async fn tokens_are_bound_to_their_audiences() {
+    let (standin, admin) = rbac_standin(None).await;
+    let base = standin.url();
+    let http = reqwest::Client::new();
+    let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), "ns");
+    sas.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "robot"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    let r = http
+        .post(format!(
+            "{base}/api/v1/namespaces/ns/serviceaccounts/robot/token"
+        ))
+        .bearer_auth(standin.admin_token())
+        .json(&json!({"kind": "TokenRequest", "spec": {"audiences": ["vault"]}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["spec"]["audiences"], json!(["vault"]));
+    let token = body["status"]["token"].as_str().unwrap().to_string();
+
+    // Not a credential for the API server.
+    let r = http
+        .get(format!("{base}/apis"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+
+    let review = |audiences: Value| {
+        http.post(format!("{base}/apis/authentication.k8s.io/v1/tokenreviews"))
+            .bearer_auth(standin.admin_token())
+            .json(
+                &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                "spec": {"token": token, "audiences": audiences}}),
+            )
+            .send()
+    };
+    let ok: Value = review(json!(["other", "vault"]))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ok["status"]["authenticated"], true, "{ok}");
+    assert_eq!(ok["status"]["audiences"], json!(["vault"]));
+    // No audiences means the API server's, which the token does not hold.
+    let refused: Value = review(json!([])).await.unwrap().json().await.unwrap();
+    assert!(refused["status"]["authenticated"].is_null(), "{refused}");
+    assert!(
+        refused["status"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("token audiences"),
+        "{refused}"
+    );
+}
+
 #[tokio::test]
 async fn apply_that_creates_needs_create_and_patch() {
     let (standin, admin) = rbac_standin(None).await;
