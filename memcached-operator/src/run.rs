@@ -95,9 +95,15 @@ pub struct RunArgs {
     #[arg(long, env = "LEADER_ELECTION_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
     pub leader_election_lease_duration: Duration,
 
-    /// How long before expiry the leader renews (whole seconds, below the lease duration).
+    /// How long before expiry a leader that could not renew gives up leading (whole seconds,
+    /// below the lease duration): the renew deadline is the lease duration minus this.
     #[arg(long, env = "LEADER_ELECTION_RENEW_GRACE", default_value = "5s", value_parser = parse_duration)]
     pub leader_election_renew_grace: Duration,
+
+    /// How often standbys look at the Lease and the leader renews it (controller-runtime's
+    /// RetryPeriod): a released Lease is taken over within about this long.
+    #[arg(long, env = "LEADER_ELECTION_RETRY_PERIOD", default_value = "2s", value_parser = parse_duration)]
+    pub leader_election_retry_period: Duration,
 
     /// Most reconciles running at once (never two for one object).
     #[arg(long, env = "MAX_CONCURRENT_RECONCILES", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
@@ -210,6 +216,11 @@ impl RunError {
                     "give --leader-election-{flag} in whole seconds, e.g. 15s"
                 )]
             }
+            Self::LeaderElection(LeaderElectionConfigError::RetryTooLong { .. }) => vec![
+                "lower --leader-election-retry-period, or raise --leader-election-lease-duration \
+                 or lower --leader-election-renew-grace (defaults: 2s, 15s and 5s)"
+                    .into(),
+            ],
             Self::LeaderElection(LeaderElectionConfigError::GraceTooLong { .. }) => vec![
                 "lower --leader-election-renew-grace or raise --leader-election-lease-duration \
                  (defaults: 5s and 15s)"
@@ -418,6 +429,7 @@ async fn run(args: RunArgs) -> Result<(), RunError> {
     let (lease_duration, renew_grace) = leader::lease_seconds(
         args.leader_election_lease_duration,
         args.leader_election_renew_grace,
+        args.leader_election_retry_period,
     )?;
     let metrics_addr = args.metrics_bind_address.0;
 
@@ -539,9 +551,11 @@ async fn run(args: RunArgs) -> Result<(), RunError> {
                 identity: identity.clone(),
                 lease_duration_secs: lease_duration,
                 renew_grace_secs: renew_grace,
+                retry_period: args.leader_election_retry_period,
             }
         });
         let lease_config = config.clone();
+        let grace = args.shutdown_timeout;
         async move {
             match leader_args {
                 Some(cfg) => {
@@ -551,11 +565,17 @@ async fn run(args: RunArgs) -> Result<(), RunError> {
                     c.read_timeout = Some(timeout);
                     c.write_timeout = Some(timeout);
                     let lease_client = Client::try_from(c).map_err(RunError::Client)?;
-                    leader::run(lease_client, cfg, metrics, shutdown, work).await;
+                    // Bounds the drain itself and releases the Lease even when it times out.
+                    leader::run(lease_client, cfg, metrics, shutdown, grace, work).await;
                 }
                 None => {
                     metrics.set_leader(true);
-                    work(shutdown).await;
+                    tokio::select! {
+                        () = work(shutdown.clone()) => {}
+                        () = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => {
+                            warn!(timeout = ?grace, "graceful shutdown timed out; stopping in-flight reconciles");
+                        }
+                    }
                     metrics.set_leader(false);
                 }
             }
@@ -563,14 +583,7 @@ async fn run(args: RunArgs) -> Result<(), RunError> {
         }
     };
 
-    let grace = args.shutdown_timeout;
-    let drained = tokio::select! {
-        r = main_work => r,
-        () = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => {
-            warn!(timeout = ?grace, "graceful shutdown timed out; stopping in-flight reconciles");
-            Ok(())
-        }
-    };
+    let drained = main_work.await;
     servers_stop.cancel();
     let webhook_result = match tokio::time::timeout(Duration::from_secs(5), webhook_task).await {
         Ok(Ok(r)) => r,

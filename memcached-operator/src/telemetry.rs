@@ -14,7 +14,7 @@ pub enum LogFormat {
 }
 
 /// Default filter when `RUST_LOG` is unset: the operator at info, libraries at warn.
-pub const DEFAULT_FILTER: &str = "warn,memcached_operator=info,kube_lease_manager=warn";
+pub const DEFAULT_FILTER: &str = "warn,memcached_operator=info";
 
 /// Installs the global subscriber. Calling it twice keeps the first one.
 pub fn init(format: LogFormat) {

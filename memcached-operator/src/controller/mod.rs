@@ -28,6 +28,7 @@ pub mod cache;
 pub mod desired;
 pub mod drift;
 pub mod notes;
+pub mod ready;
 pub mod status;
 #[cfg(test)]
 pub(crate) mod testutil;
@@ -188,6 +189,8 @@ impl Debug for Shared {
 pub struct Context {
     shared: Arc<Shared>,
     stores: ScopeStores,
+    /// The child caches' first lists, awaited by every reconcile (see [`ready`]).
+    children_ready: ready::CachesReady,
 }
 
 /// Drops what the controller never reads from cached objects: managedFields and the
@@ -268,7 +271,16 @@ pub async fn run_scope(
         pods: pod_reader,
     };
     let _ = stores_out.send(stores.clone());
-    let ctx = Arc::new(Context { shared, stores });
+    let children_ready = ready::CachesReady::all(vec![
+        ready::store_ready(&stores.deployments),
+        ready::store_ready(&stores.services),
+        ready::store_ready(&stores.pods),
+    ]);
+    let ctx = Arc::new(Context {
+        shared,
+        stores,
+        children_ready,
+    });
     let scope = namespace.clone().unwrap_or_else(|| "<all>".to_string());
     info!(scope = %scope, "starting controller");
 
@@ -314,14 +326,12 @@ fn error_policy(mc: Arc<Memcached>, error: &ReconcileError, ctx: Arc<Context>) -
 async fn reconcile(mc: Arc<Memcached>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = Instant::now();
     // Decisions below read the child caches; before their first list completes they would
-    // claim that nothing exists and cause needless applies.
-    let s = &ctx.stores;
-    let _ = futures::future::join3(
-        s.deployments.wait_until_ready(),
-        s.services.wait_until_ready(),
-        s.pods.wait_until_ready(),
-    )
-    .await;
+    // claim that nothing exists and cause needless applies. Every reconcile started before
+    // then waits here, and all of them wake (kube-runtime's own wait wakes only one).
+    if !ctx.children_ready.wait().await {
+        // A cache's writer is gone: the controller is stopping. Nothing was done.
+        return Ok(Action::await_change());
+    }
     let key = ObjectRef::from_obj(&*mc);
     let result = reconcile_inner(&mc, &ctx).await;
     ctx.shared

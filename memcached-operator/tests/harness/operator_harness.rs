@@ -267,7 +267,7 @@ impl Default for OperatorOptions<'_> {
             leader_elect: true,
             watch_namespace: "",
             extra_args: Vec::new(),
-            rust_log: "warn,memcached_operator=debug,kube_lease_manager=info",
+            rust_log: "warn,memcached_operator=debug",
             kubeconfig: None,
         }
     }
@@ -325,6 +325,8 @@ impl Operator {
                 "4s",
                 "--leader-election-renew-grace",
                 "2s",
+                "--leader-election-retry-period",
+                "500ms",
             ]);
         }
         cmd.args(&opts.extra_args);
