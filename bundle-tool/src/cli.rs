@@ -4,6 +4,7 @@ use crate::cmd;
 use crate::exit::CmdError;
 use crate::output::GlobalArgs;
 use clap::{Parser, Subcommand};
+use std::path::PathBuf;
 
 /// Build, validate, release, publish and install OLM operator bundles and catalogs.
 #[derive(Parser, Debug)]
@@ -55,9 +56,73 @@ pub enum Command {
     Approve(cmd::approve::Args),
 }
 
+/// The trees each command reads (or writes into) that a bundle-tool commit may have left half
+/// done: before the command runs, an interrupted commit touching any of them is completed, or
+/// the command is refused with a hint (`olmkit_core::fsio::recover_before_read`). Exhaustive,
+/// so that a new command has to say what it reads. `release` completes interrupted commits
+/// itself (its step 0, which also finishes a release's own journal), and `serve` in its module
+/// (shared with the `catalog-server` binary).
+pub fn trees_read(command: &Command) -> Vec<PathBuf> {
+    use cmd::catalog::CatalogCommand as C;
+    use cmd::generate::GenerateCommand as G;
+    use cmd::image::{BuildCommand as B, ImageCommand as I};
+    let local_catalog =
+        |dir: &Option<PathBuf>| vec![dir.clone().unwrap_or_else(|| PathBuf::from("catalog"))];
+    match command {
+        Command::Generate(G::Crds(a)) => vec![a.output_dir.clone()],
+        Command::Generate(G::Bundle(a)) => std::iter::once(
+            a.output_dir
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("bundle")),
+        )
+        .chain(a.input_dir.clone())
+        .chain(a.deploy_dir.clone())
+        .chain(a.crds_dir.clone())
+        .collect(),
+        Command::Validate(a) => a
+            .bundle_dirs
+            .iter()
+            .cloned()
+            .chain(a.previous.clone())
+            .collect(),
+        Command::Render(a) => a
+            .inputs
+            .iter()
+            .chain(&a.bundles)
+            .chain(&a.catalogs)
+            .cloned()
+            .collect(),
+        Command::Catalog(C::Validate(a) | C::Check(a)) => vec![a.dir.clone()],
+        Command::Catalog(C::Verify(a)) => std::iter::once(a.catalog_dir.clone())
+            .chain(a.bundles.iter().cloned())
+            .collect(),
+        Command::Catalog(C::FromBundles(a)) => a.bundles.clone(),
+        Command::Catalog(C::Index(a)) => vec![a.configs.clone()],
+        Command::Release(_) | Command::Serve(_) => Vec::new(),
+        Command::Promote(a) => vec![a.catalog_dir.clone()],
+        Command::Graph(a) => vec![a.catalog_dir.clone()],
+        Command::Explain(cmd::explain::ExplainCommand::Upgrade(a)) => vec![a.catalog_dir.clone()],
+        Command::Image(I::Build(B::Operator(_)))
+        | Command::Image(I::Push(_) | I::Inspect(_) | I::Dockerfile(_)) => Vec::new(),
+        Command::Image(I::Build(B::Bundle(a))) => vec![a.bundle_dir.clone()],
+        Command::Image(I::Build(B::Catalog(a))) => std::iter::once(a.configs_dir.clone())
+            .chain(a.index.clone())
+            .collect(),
+        Command::Install(a) => local_catalog(&a.catalog_dir)
+            .into_iter()
+            .chain(a.bundle_dir.clone())
+            .collect(),
+        Command::Status(a) => local_catalog(&a.catalog_dir),
+        Command::Upgrade(a) => local_catalog(&a.catalog_dir),
+        Command::Approve(a) => local_catalog(&a.catalog_dir),
+    }
+}
+
 /// Runs the parsed command (here, so that the command modules never import the CLI back).
 pub async fn dispatch(cli: Cli) -> Result<(), CmdError> {
     let g = &cli.global;
+    let trees = trees_read(&cli.command);
+    cmd::common::pending::recover_before_reading(trees.iter().map(PathBuf::as_path))?;
     match cli.command {
         Command::Generate(c) => cmd::generate::run(c, g).await,
         Command::Validate(a) => cmd::validate::run(a, g).await,

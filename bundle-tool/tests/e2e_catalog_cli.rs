@@ -1188,7 +1188,9 @@ fn opm_conformance_fbc_examples() {
 }
 
 /// `catalog from-bundles` over every package of the corpus: opm renders every bundle there, so
-/// every package must load, with nothing left out.
+/// every package must load, with nothing left out. The only thing on stderr may be a warning
+/// about what Go's YAML decoder accepts and YAML forbids (duplicate keys, old controller-gen
+/// indentation), naming file and line.
 #[test]
 fn opm_conformance_from_bundles_over_the_corpus() {
     let Some(shared) = shared_conformance() else {
@@ -1216,7 +1218,12 @@ fn opm_conformance_from_bundles_over_the_corpus() {
                             .output()
                             .unwrap();
                         let err = stderr(&out);
-                        if !out.status.success() || !err.trim().is_empty() {
+                        let lenient = |l: &str| {
+                            l.starts_with("warning: ")
+                                && (l.contains("duplicate mapping key")
+                                    || l.contains("multi-line quoted scalar"))
+                        };
+                        if !out.status.success() || !err.lines().all(lenient) {
                             bad.push(format!("{}: {err}", p.display()));
                         }
                     }

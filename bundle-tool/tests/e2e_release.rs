@@ -731,6 +731,380 @@ fn a_release_killed_at_any_write_fsync_or_rename_recovers_to_old_or_new() {
     assert!(crashed > 20, "only {crashed} crash points");
 }
 
+/// The environment variable that keeps readers from completing an interrupted commit, as if
+/// the tree were not writable (`olmkit_core::fsio::NO_REPAIR_ENV`; spelled out so that this
+/// test also runs against builds without it).
+const NO_REPAIR: &str = "OLMKIT_NO_REPAIR";
+
+/// What one reader saw: its exit code and what it said about the tree (stdout, or for the
+/// index and the server the counts they log).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    code: i32,
+    saw: String,
+}
+
+/// The paths whose content differs between two trees (for messages; the bytes are too long).
+fn tree_diff(want: &BTreeMap<String, Vec<u8>>, got: &BTreeMap<String, Vec<u8>>) -> String {
+    let mut out = Vec::new();
+    for (k, v) in want {
+        match got.get(k) {
+            None => out.push(format!("missing {k}")),
+            Some(g) if g != v => out.push(format!("differs {k}")),
+            Some(_) => {}
+        }
+    }
+    for k in got.keys().filter(|k| !want.contains_key(*k)) {
+        out.push(format!("extra {k}"));
+    }
+    out.join(", ")
+}
+
+/// `bundle-tool serve catalog` until it says it serves (or exits): the counts it serves.
+fn serve_counts(dir: &Path, no_repair: bool) -> (Seen, String) {
+    use std::io::BufRead;
+    let port = free_port().to_string();
+    let mut cmd = bundle_tool();
+    cmd.current_dir(dir)
+        .args([
+            "serve",
+            "catalog",
+            "--no-index",
+            "--exit-on-load-error",
+            "--port",
+        ])
+        .arg(&port)
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    if no_repair {
+        cmd.env(NO_REPAIR, "1");
+    }
+    let mut child = cmd.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut log = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let seen = loop {
+        match rx.recv_timeout(std::time::Duration::from_millis(100)) {
+            Ok(line) => {
+                log.push_str(&line);
+                log.push('\n');
+                if line.contains("catalog loaded; serving") {
+                    let field = |name: &str| {
+                        line.split_whitespace()
+                            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+                            .unwrap_or("?")
+                            .to_string()
+                    };
+                    break Seen {
+                        code: 0,
+                        saw: format!(
+                            "packages={} bundles={}",
+                            field("packages"),
+                            field("bundles")
+                        ),
+                    };
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Some(status) = child.try_wait().unwrap() {
+                    // Drain what it said before exiting.
+                    while let Ok(line) = rx.recv_timeout(std::time::Duration::from_millis(200)) {
+                        log.push_str(&line);
+                        log.push('\n');
+                    }
+                    break Seen {
+                        code: status.code().unwrap_or(-1),
+                        saw: String::new(),
+                    };
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "serve neither served nor exited:\n{log}"
+                );
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                let status = child.wait().unwrap();
+                break Seen {
+                    code: status.code().unwrap_or(-1),
+                    saw: String::new(),
+                };
+            }
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    (seen, log)
+}
+
+/// Runs every reader of `bundle/` and `catalog/` on the project: (name, what it saw, stderr).
+fn run_readers(dir: &Path, no_repair: bool) -> Vec<(&'static str, Seen, String)> {
+    let index_out = tempfile::tempdir().unwrap();
+    let index = index_out.path().join("index");
+    let index_arg = index.to_str().unwrap().to_string();
+    let bundle_02 = format!("bundle/{PKG}/0.2.0");
+    let readers: Vec<(&'static str, Vec<&str>)> = vec![
+        ("catalog validate", vec!["catalog", "validate", "catalog"]),
+        ("render", vec!["render", "catalog"]),
+        ("graph", vec!["graph", "--format", "json"]),
+        (
+            "catalog index",
+            vec!["catalog", "index", "catalog", "-o", &index_arg],
+        ),
+        ("validate", vec!["validate", &bundle_02]),
+    ];
+    let mut out = Vec::new();
+    for (name, args) in readers {
+        let mut cmd = bundle_tool();
+        cmd.current_dir(dir).args(&args);
+        if no_repair {
+            cmd.env(NO_REPAIR, "1");
+        }
+        let (code, stdout, stderr) = run(&mut cmd);
+        let saw = if name == "catalog index" {
+            // "indexed catalog: 1 packages, 2 bundles, ..." (the timing and size vary).
+            stderr
+                .lines()
+                .find_map(|l| l.strip_prefix("indexed catalog: "))
+                .and_then(|l| l.split(" files").next())
+                .unwrap_or("")
+                .to_string()
+        } else {
+            stdout
+        };
+        out.push((name, Seen { code, saw }, stderr));
+    }
+    let (seen, log) = serve_counts(dir, no_repair);
+    out.push(("serve", seen, log));
+    out
+}
+
+/// Issue #24 item 10: a `release` killed at every durability step (each staged write, fsync,
+/// rename, link, exchange and unlink of its commit, counted by the `OLMKIT_CRASH_AT` hook),
+/// then every reader of `bundle/` and `catalog/` run on what it left: `catalog validate`,
+/// `render`, `graph`, `catalog index` (the scan the server loads), `validate` of the new bundle
+/// and `serve` (what it serves once it says SERVING). Each must see the complete old tree or
+/// the complete new one, or refuse with a hint: never a half state accepted as valid. First
+/// with repairs off (as for a user who cannot write the tree: an interrupted commit must be
+/// refused, and the tree left alone), then as the owner (the first reader completes the commit).
+#[test]
+fn readers_after_a_release_killed_at_any_step_see_old_or_new_or_refuse() {
+    let second: &[&str] = &[
+        "--version",
+        "0.2.0",
+        "--channel",
+        "alpha",
+        "--channel",
+        "stable",
+        "--default-channel",
+        "stable",
+        "--no-images",
+    ];
+    let base = Project::new();
+    base.release_ok(&["--version", "0.1.0", "--no-images"]);
+    let old = base.state().0;
+    let reference = Project::new();
+    copy_dir(base.dir(), reference.dir());
+    reference.release_ok(second);
+    let new = reference.state().0;
+    let seen_old: Vec<Seen> = run_readers(base.dir(), false)
+        .into_iter()
+        .map(|r| r.1)
+        .collect();
+    let seen_new: Vec<Seen> = run_readers(reference.dir(), false)
+        .into_iter()
+        .map(|r| r.1)
+        .collect();
+    assert_eq!(seen_old[0].code, 0, "{seen_old:?}");
+    assert_eq!(seen_new[0].code, 0, "{seen_new:?}");
+    assert!(seen_new[5].saw.contains("bundles=2"), "{seen_new:?}");
+    assert!(seen_old[5].saw.contains("bundles=1"), "{seen_old:?}");
+
+    let mut with_journal = 0;
+    for step in 1.. {
+        assert!(step < 2000, "the release never got through");
+        let p = Project::new();
+        copy_dir(base.dir(), p.dir());
+        let (code, out, err) = run(bundle_tool()
+            .current_dir(p.dir())
+            .env("OLMKIT_CRASH_AT", step.to_string())
+            .arg("release")
+            .args(second));
+        if code == 0 {
+            assert_eq!(p.state().0, new, "uninterrupted run at step {step}");
+            break;
+        }
+        assert!(
+            err.contains("aborting at durability step"),
+            "step {step}: not the crash hook ({code}):\n{out}\n{err}"
+        );
+        let journal = p.dir().join(".bundle-tool-journal").exists();
+        with_journal += usize::from(journal);
+        let before = p.state().0;
+        if !journal {
+            assert!(
+                before == old || before == new,
+                "step {step}: no journal, yet the tree is neither old nor new"
+            );
+        }
+        for no_repair in [true, false] {
+            let mode = if no_repair {
+                "repairs off"
+            } else {
+                "as the owner"
+            };
+            let readers = run_readers(p.dir(), no_repair);
+            for (i, (name, seen, stderr)) in readers.iter().enumerate() {
+                if journal && no_repair {
+                    assert_eq!(
+                        seen.code, 1,
+                        "step {step} ({mode}): {name} did not refuse a half-committed tree: {seen:?}\n{stderr}"
+                    );
+                    assert!(
+                        stderr.contains("hint:") && stderr.contains("interrupted"),
+                        "step {step} ({mode}): {name} refused without the hint:\n{stderr}"
+                    );
+                } else {
+                    assert!(
+                        *seen == seen_old[i] || *seen == seen_new[i],
+                        "step {step} ({mode}, journal: {journal}): {name} saw neither the old nor the new tree:\n{seen:?}\nold: {:?}\nnew: {:?}\n{stderr}",
+                        seen_old[i],
+                        seen_new[i]
+                    );
+                }
+            }
+            let now = p.state().0;
+            if no_repair {
+                assert!(
+                    now == before,
+                    "step {step}: readers with repairs off changed the tree: {}",
+                    tree_diff(&before, &now)
+                );
+            } else if journal {
+                // The first reader completed the commit; everyone after saw the new tree.
+                assert!(
+                    now == new,
+                    "step {step}: the readers did not complete the commit: {}",
+                    tree_diff(&new, &now)
+                );
+                for (i, (name, seen, _)) in readers.iter().enumerate() {
+                    assert_eq!(*seen, seen_new[i], "step {step}: {name} after the repair");
+                }
+            } else {
+                assert!(now == old || now == new, "step {step}");
+            }
+        }
+    }
+    assert!(
+        with_journal > 5,
+        "only {with_journal} crash points inside the commit"
+    );
+}
+
+/// `catalog validate catalog` and `render catalog` in `dir`: what each saw (exit code and stdout).
+fn catalog_readers(dir: &Path, no_repair: bool) -> Vec<(Seen, String)> {
+    [
+        vec!["catalog", "validate", "catalog"],
+        vec!["render", "catalog"],
+    ]
+    .iter()
+    .map(|args| {
+        let mut cmd = bundle_tool();
+        cmd.current_dir(dir).args(args);
+        if no_repair {
+            cmd.env(NO_REPAIR, "1");
+        }
+        let (code, saw, stderr) = run(&mut cmd);
+        (Seen { code, saw }, stderr)
+    })
+    .collect()
+}
+
+/// The same for `promote`, whose changeset is rooted in the catalog directory itself: its stage
+/// (with the old and new package files) and its journal live inside the catalog while it
+/// commits. Killed at every step, the catalog readers still see the old catalog, the new one,
+/// or refuse: the stage is never read as part of the catalog (its `.indexignore`).
+#[test]
+fn readers_after_a_promote_killed_at_any_step_see_old_or_new_or_refuse() {
+    let fixture = root().join("tests/fixtures/catalog/graph-demo/memcached-operator/catalog.yaml");
+    let fresh = || {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("catalog/memcached-operator")).unwrap();
+        std::fs::copy(
+            &fixture,
+            tmp.path().join("catalog/memcached-operator/catalog.yaml"),
+        )
+        .unwrap();
+        tmp
+    };
+    let promote = ["promote", "0.4.0", "--to", "alpha"];
+    let old_dir = fresh();
+    let old: Vec<Seen> = catalog_readers(old_dir.path(), false)
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
+    let new_dir = fresh();
+    ok(bundle_tool().current_dir(new_dir.path()).args(promote));
+    let new: Vec<Seen> = catalog_readers(new_dir.path(), false)
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
+    assert_ne!(old, new);
+    assert!(
+        old.iter().chain(&new).all(|s| s.code == 0),
+        "{old:?} {new:?}"
+    );
+    let mut with_journal = 0;
+    for step in 1.. {
+        assert!(step < 500, "promote never got through");
+        let p = fresh();
+        let (code, out, err) = run(bundle_tool()
+            .current_dir(p.path())
+            .env("OLMKIT_CRASH_AT", step.to_string())
+            .args(promote));
+        if code == 0 {
+            break;
+        }
+        assert!(
+            err.contains("aborting at durability step"),
+            "step {step}: not the crash hook ({code}):\n{out}\n{err}"
+        );
+        let journal = p.path().join("catalog/.bundle-tool-journal").exists();
+        with_journal += usize::from(journal);
+        for no_repair in [true, false] {
+            for (i, (seen, stderr)) in catalog_readers(p.path(), no_repair).iter().enumerate() {
+                if journal && no_repair {
+                    assert!(
+                        seen.code == 1 && stderr.contains("hint:"),
+                        "step {step}: reader {i} did not refuse: {seen:?}\n{stderr}"
+                    );
+                } else if journal {
+                    // The first reader completed the commit.
+                    assert_eq!(*seen, new[i], "step {step}: reader {i}\n{stderr}");
+                } else {
+                    assert!(
+                        *seen == old[i] || *seen == new[i],
+                        "step {step} (repairs off: {no_repair}): reader {i} saw neither the old nor the new catalog: {seen:?}\n{stderr}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        with_journal > 3,
+        "only {with_journal} steps inside the commit"
+    );
+}
+
 /// The digest an OCI layout's index names `name` by (read from `index.json` directly, so the
 /// tests below need no skopeo).
 fn layout_ref_digest(layout: &Path, name: &str) -> Option<String> {

@@ -145,10 +145,28 @@ pub fn validate_dir(
     g: &GlobalArgs,
 ) -> Result<(Report, declcfg::DeclarativeConfig), CmdError> {
     let sp = spinner(g, &format!("validating {}", dir.display()));
-    let loaded = load_dir_with_files(dir, &LoadOptions::graph_only());
+    // What had to be read leniently (duplicate keys...) is reported here, as findings.
+    let opts = LoadOptions {
+        keep_warnings: true,
+        ..LoadOptions::graph_only()
+    };
+    let loaded = load_dir_with_files(dir, &opts);
     sp.finish_and_clear();
     match loaded {
-        Ok((cfg, origins)) => Ok((validate::validate(&cfg, Some(&origins)), cfg)),
+        Ok((cfg, origins)) => {
+            let mut report = validate::validate(&cfg, Some(&origins));
+            for w in &origins.warnings {
+                let mut f = Finding::warning("yaml-syntax", w.message.clone())
+                    .file(w.source_name.clone())
+                    .hint("fix the YAML so that every parser reads it the same way");
+                if let Some(line) = w.line {
+                    f = f.path(format!("line {line}"));
+                }
+                report.push(f);
+            }
+            report.normalize();
+            Ok((report, cfg))
+        }
         Err(declcfg::LoadCatalogError::NotADirectory(p)) => Err(CmdError::msg(format!(
             "{}: not a catalog directory (no such directory)",
             p.display()
@@ -369,15 +387,10 @@ pub async fn run_index(args: IndexArgs, g: &GlobalArgs) -> Result<(), CmdError> 
         eprintln!("warning: {}", f.message);
     }
     let bytes = encode_index(&built.index);
-    olmkit_core::fsio::write_file_atomic(&out, &bytes)
-        .user_hint("check that the output directory exists and is writable")?;
-    // Catalog images often run the server as another user than the one that built them.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o644))
-            .user_hint("check the output file's permissions")?;
-    }
+    // `-` is stdout, a device or FIFO is written in place; a file is replaced atomically,
+    // keeping its mode (a new one is 0644 minus the umask, readable by a catalog image's
+    // server user).
+    crate::cmd::common::pending::write_output(&out, &bytes)?;
     let bundles = built.index.bundles.len();
     eprintln!(
         "indexed {}: {} packages, {} bundles, {} files -> {} ({} KiB) in {:.1}s",

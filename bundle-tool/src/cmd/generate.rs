@@ -12,7 +12,7 @@
 //! the default suite as it will be on disk (kept files included), and only then written, all
 //! or nothing: a failed generation or validation leaves every file untouched.
 
-use crate::cmd::common::inputs::{kustomize, load_error, read_stdin};
+use crate::cmd::common::inputs::{kustomize, load_error, read_stdin, read_stdin_bytes};
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, OutputFormat, print_data};
 use olmkit_bundle::generate::project::{ProjectConfig, parse_project};
@@ -24,7 +24,6 @@ use olmkit_bundle::load::{InputDocument, load_manifest_dir, load_manifest_stream
 use olmkit_bundle::write;
 use olmkit_core::docs::to_yaml;
 use olmkit_core::{epoch, fsio};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Subcommands of `bundle-tool generate`.
@@ -173,8 +172,7 @@ fn crds(a: &CrdsArgs) -> Result<(), CmdError> {
     let file = olmkit_bundle::naming::crd_file_name(memcached_api::GROUP, memcached_api::PLURAL);
     let path = a.output_dir.join(file);
     let yaml = crd_yaml()?;
-    fsio::write_file_atomic(&path, yaml.as_bytes())
-        .user_hint("check that the output directory is writable")?;
+    crate::cmd::common::pending::write_output(&path, yaml.as_bytes())?;
     eprintln!("wrote {}", path.display());
     Ok(())
 }
@@ -224,10 +222,7 @@ fn sdk_manifests(a: &BundleArgs, g: &GlobalArgs) -> Result<Vec<InputDocument>, C
         return Ok(docs);
     }
     if stdin_is_pipe() {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut buf)
-            .map_err(|e| CmdError::user(anyhow::anyhow!("cannot read stdin: {e}")))?;
+        let buf = read_stdin_bytes()?;
         if !buf.iter().all(u8::is_ascii_whitespace) {
             return load_manifest_stream("<stdin>", &buf).map_err(load_error);
         }
@@ -247,10 +242,14 @@ fn sdk_manifests(a: &BundleArgs, g: &GlobalArgs) -> Result<Vec<InputDocument>, C
 /// `./PROJECT`, when there is one.
 fn read_project() -> Result<Option<ProjectConfig>, CmdError> {
     let path = Path::new("PROJECT");
-    let bytes = match std::fs::read(path) {
+    let bytes = match olmkit_core::confine::read_named(path, olmkit_core::confine::MANIFEST_FILE) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(CmdError::user(anyhow::anyhow!("PROJECT: cannot read: {e}"))),
+        Err(olmkit_core::confine::ReadConfinedError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Ok(None);
+        }
+        Err(e) => return Err(CmdError::user(e)),
     };
     parse_project("PROJECT", &bytes)
         .map(Some)

@@ -607,13 +607,11 @@ fn dockerfile_cmd(cmd: DockerfileCommand) -> Result<(), CmdError> {
         base,
         labels,
     });
-    if a.output.as_os_str() == "-" {
-        print_data(&text).unexpected_err()
-    } else {
-        olmkit_core::fsio::write_file_atomic(&a.output, text.as_bytes()).user_err()?;
+    let to = crate::cmd::common::pending::write_output(&a.output, text.as_bytes())?;
+    if to != olmkit_core::fsio::OutputTarget::Stdout {
         eprintln!("wrote {}", a.output.display());
-        Ok(())
     }
+    Ok(())
 }
 
 /// Runs the command.

@@ -107,8 +107,13 @@ fn catalog_dir_hint(dir: &Path) -> String {
 }
 
 fn is_template_file(path: &Path) -> Result<Option<serde_json::Value>, CmdError> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| CmdError::msg(format!("cannot read {}: {e}", path.display())))?;
+    use olmkit_core::confine::{MANIFEST_FILE, open_named};
+    let file = open_named(path).user_hint(INPUT_HINT)?;
+    // A file too large to be a template is a catalog file: not read here.
+    if file.check_size(MANIFEST_FILE).is_err() {
+        return Ok(None);
+    }
+    let bytes = file.read_to_end(MANIFEST_FILE).user_hint(INPUT_HINT)?;
     let name = path.display().to_string();
     let docs = olmkit_core::docs::parse_documents(&name, &bytes).user_hint(INPUT_HINT)?;
     match docs.as_slice() {

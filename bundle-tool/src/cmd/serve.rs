@@ -15,6 +15,8 @@ pub struct Args {
 pub async fn run(args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
     let port = args.serve.port;
     let configs = args.serve.configs.clone();
+    // Never serve (or report SERVING for) a catalog a bundle-tool commit left half done.
+    crate::cmd::common::pending::recover_before_reading([configs.as_path()])?;
     match serve(args.serve.into_options(), shutdown_signal()).await {
         Ok(()) => Ok(()),
         Err(e @ ServeError::Load { .. }) => Err(CmdError::user(e)

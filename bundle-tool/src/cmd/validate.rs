@@ -10,9 +10,11 @@
 
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, OutputFormat, print_data};
-use olmkit_bundle::{Suite, ValidateOptions, load_bundle_dir, validate_bundle};
+use olmkit_bundle::{
+    Suite, ValidateOptions, load_bundle_dir, load_bundle_dir_quiet, validate_bundle,
+};
 use olmkit_core::{Finding, Report};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `bundle-tool validate`.
 #[derive(clap::Args, Debug)]
@@ -78,11 +80,9 @@ fn custom_categories() -> Result<Option<std::collections::BTreeSet<String>>, Cmd
         return Ok(None);
     };
     let shown = PathBuf::from(&path).display().to_string();
-    let bytes = std::fs::read(&path).map_err(|e| {
-        CmdError::msg(format!(
-            "OPERATOR_BUNDLE_CATEGORIES: cannot read {shown}: {e}"
-        ))
-    })?;
+    let bytes =
+        olmkit_core::confine::read_named(Path::new(&path), olmkit_core::confine::MANIFEST_FILE)
+            .map_err(|e| CmdError::msg(format!("OPERATOR_BUNDLE_CATEGORIES: {e}")))?;
     #[derive(serde::Deserialize)]
     struct Categories {
         categories: Vec<String>,
@@ -134,7 +134,8 @@ fn validate(args: &Args, g: &GlobalArgs) -> Result<(), CmdError> {
     let mut checked = Checked::default();
     for dir in &args.bundle_dirs {
         let shown = dir.display().to_string();
-        match load_bundle_dir(dir) {
+        // Its leniencies (duplicate keys...) become `yaml-syntax` findings of the report.
+        match load_bundle_dir_quiet(dir) {
             Ok(bundle) => {
                 checked.add(&bundle);
                 let mut r = validate_bundle(&bundle, previous.as_ref(), &options);

@@ -21,6 +21,6 @@ pub mod validate;
 pub mod write;
 
 pub use generate::{GenerateBundleError, GenerateOptions, GeneratedBundle, generate_bundle};
-pub use load::{LoadBundleError, load_bundle_dir};
+pub use load::{LoadBundleError, load_bundle_dir, load_bundle_dir_quiet};
 pub use model::{Bundle, Manifest};
 pub use validate::{Suite, ValidateOptions, validate_bundle};

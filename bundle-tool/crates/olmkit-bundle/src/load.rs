@@ -8,12 +8,15 @@
 //! decodes with `sigs.k8s.io/yaml`): duplicate keys and under-indented quoted scalars load,
 //! and are kept in [`Bundle::load_warnings`]; a `metadata/` file other than the annotations
 //! that does not parse is skipped with a warning, as operator-registry skips it.
+//!
+//! Every file is read through [`olmkit_core::confine`]'s opener: opened relative to the bundle
+//! directory without a link leading out of it, a regular file with one link, within
+//! [`MANIFEST_FILE`], read from that descriptor. Files the bundle model does not use
+//! (`tests/scorecard/`, stray files) are checked the same way but not read.
 
 use crate::model::{Bundle, Manifest};
-use olmkit_core::confine::InputRoot;
-use olmkit_core::docs::{
-    ParseWarning, parse_document_lenient, parse_documents, parse_documents_lenient,
-};
+use olmkit_core::confine::{InputRoot, MANIFEST_FILE, ReadConfinedError};
+use olmkit_core::docs::{ParseWarning, parse_document_lenient, parse_documents_lenient, warn};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs;
@@ -43,6 +46,10 @@ pub enum LoadBundleError {
     /// A symbolic link leads out of the bundle directory.
     #[error(transparent)]
     Escape(#[from] olmkit_core::confine::ConfineError),
+    /// A file of the bundle is not one it may read: not a regular file, hard-linked, too
+    /// large.
+    #[error(transparent)]
+    Input(ReadConfinedError),
     /// `annotations.yaml` is not of the form `annotations: {key: string}`.
     #[error("{path}: field annotations: {message}")]
     Annotations {
@@ -53,18 +60,21 @@ pub enum LoadBundleError {
     },
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, LoadBundleError> {
-    fs::read(path).map_err(|source| LoadBundleError::Read {
-        path: path.to_path_buf(),
-        source,
-    })
+impl From<ReadConfinedError> for LoadBundleError {
+    fn from(e: ReadConfinedError) -> Self {
+        match e {
+            ReadConfinedError::Confine(c) => LoadBundleError::Escape(c),
+            other => LoadBundleError::Input(other),
+        }
+    }
 }
 
 /// Every file under `dir`, sorted. Symbolic links are followed only when they stay inside `dir`
 /// (a bundle is untrusted input: a link to `/etc/passwd` or a registry credential file must not
-/// end up in a catalog or an image); one that leads out is an error naming it.
-fn sorted_files(dir: &Path) -> Result<Vec<PathBuf>, LoadBundleError> {
-    let root = InputRoot::new(dir)?;
+/// end up in a catalog or an image); one that leads out is an error naming it, and so is
+/// anything that is neither a directory nor a regular file (a FIFO, a socket, a device). This
+/// only lists: files are opened later, through `root`, which checks them again.
+fn sorted_files(root: &InputRoot, dir: &Path) -> Result<Vec<PathBuf>, LoadBundleError> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     // Linked directories are read after the whole real tree, and only when their real location
@@ -89,22 +99,41 @@ fn sorted_files(dir: &Path) -> Result<Vec<PathBuf>, LoadBundleError> {
                 path: p.clone(),
                 source,
             })?;
-            if ft.is_symlink() {
-                root.check(&p)?;
-                if p.is_dir() {
+            let resolved = if ft.is_symlink() {
+                root.inspect(&p)?.file_type()
+            } else {
+                ft
+            };
+            if resolved.is_dir() {
+                if ft.is_symlink() {
                     linked.push(p);
                 } else {
-                    out.push(p);
+                    stack.push(p);
                 }
-            } else if ft.is_dir() {
-                stack.push(p);
-            } else if ft.is_file() {
+            } else if resolved.is_file() {
                 out.push(p);
+            } else {
+                // Refused by the opener, saying what it is.
+                root.open(&p)?;
             }
         }
     }
     out.sort();
     Ok(out)
+}
+
+/// Whether the bundle model reads `rel` (see [`bundle_from_files`]); other files are only
+/// listed.
+fn used_by_the_model(rel: &str) -> bool {
+    rel.starts_with("manifests/")
+        || matches!(
+            rel,
+            "metadata/annotations.yaml"
+                | "metadata/annotations.yml"
+                | "metadata/dependencies.yaml"
+                | "metadata/properties.yaml"
+                | "bundle.Dockerfile"
+        )
 }
 
 fn rel(root: &Path, p: &Path) -> String {
@@ -175,19 +204,53 @@ pub fn parse_dockerfile_labels(text: &str) -> BTreeMap<String, String> {
     labels
 }
 
-/// Loads the bundle in `dir`.
+/// Loads the bundle in `dir`. What had to be read leniently (duplicate keys...) is kept in
+/// [`Bundle::load_warnings`] and also reported with [`olmkit_core::docs::warn`], so that every
+/// command that reads a bundle says so; a validator that reports them as findings loads with
+/// [`load_bundle_dir_quiet`].
 pub fn load_bundle_dir(dir: &Path) -> Result<Bundle, LoadBundleError> {
+    let bundle = load_bundle_dir_quiet(dir)?;
+    warn_load_warnings(&bundle);
+    Ok(bundle)
+}
+
+/// Reports a bundle's [`Bundle::load_warnings`] with [`olmkit_core::docs::warn`], each file
+/// named under the bundle's directory (`bundle/manifests/x.yaml:12: ...`).
+pub fn warn_load_warnings(bundle: &Bundle) {
+    for w in &bundle.load_warnings {
+        warn(&ParseWarning {
+            source_name: bundle.root.join(&w.source_name).display().to_string(),
+            ..w.clone()
+        });
+    }
+}
+
+/// Like [`load_bundle_dir`], leaving the warnings to the caller ([`Bundle::load_warnings`]).
+pub fn load_bundle_dir_quiet(dir: &Path) -> Result<Bundle, LoadBundleError> {
     if !dir.is_dir() {
         return Err(LoadBundleError::NotADirectory(dir.to_path_buf()));
     }
     if !dir.join("manifests").is_dir() {
         return Err(LoadBundleError::NoManifests(dir.to_path_buf()));
     }
+    let root = InputRoot::new(dir)?;
     let mut files = BTreeMap::new();
-    for path in sorted_files(dir)? {
-        files.insert(rel(dir, &path), read(&path)?);
+    let mut unread = Vec::new();
+    for path in sorted_files(&root, dir)? {
+        // Each file is opened once, through the root, and checked on its descriptor; only
+        // what the model uses is read.
+        let file = root.open(&path)?;
+        let name = rel(dir, &path);
+        if used_by_the_model(&name) {
+            files.insert(name, file.read_to_end(MANIFEST_FILE)?);
+        } else if !name.starts_with("metadata/") {
+            unread.push(name);
+        }
     }
-    bundle_from_files(dir, &files)
+    let mut bundle = bundle_from_files(dir, &files)?;
+    bundle.other_files.extend(unread);
+    bundle.other_files.sort();
+    Ok(bundle)
 }
 
 /// Builds a [`Bundle`] from an in-memory tree: `files` maps paths relative to the bundle root
@@ -317,6 +380,19 @@ pub enum LoadManifestsError {
     /// A symbolic link leads out of the directory given.
     #[error(transparent)]
     Escape(#[from] olmkit_core::confine::ConfineError),
+    /// A file is not one that may be read: not a regular file (a FIFO), hard-linked, or too
+    /// large.
+    #[error(transparent)]
+    Input(ReadConfinedError),
+}
+
+impl From<ReadConfinedError> for LoadManifestsError {
+    fn from(e: ReadConfinedError) -> Self {
+        match e {
+            ReadConfinedError::Confine(c) => LoadManifestsError::Escape(c),
+            other => LoadManifestsError::Input(other),
+        }
+    }
 }
 
 /// One object of a manifest stream, with where it came from.
@@ -437,8 +513,12 @@ fn parse_documents_numbered(
         olmkit_core::docs::ParseDocumentError::new(source, format!("not UTF-8 text: {e}"))
     })?;
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    // Warnings come from the parse of the whole text (lines of the file), once.
+    let parse_quiet =
+        |name: &str, bytes: &[u8]| parse_documents_lenient(name, bytes).map(|(d, _)| d);
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let docs = parse_documents(source, bytes)?;
+        let (docs, warnings) = parse_documents_lenient(source, bytes)?;
+        warnings.iter().for_each(warn);
         return Ok(docs
             .into_iter()
             .enumerate()
@@ -459,10 +539,13 @@ fn parse_documents_numbered(
     if text.trim_start().starts_with("---") && parts.first().is_some_and(|p| p.trim().is_empty()) {
         parts.remove(0);
     }
-    let whole = parse_documents(source, bytes);
+    let whole = parse_documents_lenient(source, bytes).map(|(docs, warnings)| {
+        warnings.iter().for_each(warn);
+        docs
+    });
     let mut numbered = Vec::new();
     for (i, part) in parts.iter().enumerate() {
-        match parse_documents(&format!("{source} document {}", i + 1), part.as_bytes()) {
+        match parse_quiet(&format!("{source} document {}", i + 1), part.as_bytes()) {
             Ok(docs) => numbered.extend(docs.into_iter().map(|d| (i + 1, d))),
             // A syntax error: name the document it is in, unless the whole text parses (then
             // the split cut through a block scalar and the parser's numbering is the truth).
@@ -484,22 +567,25 @@ fn parse_documents_numbered(
 }
 
 /// Reads every `.yaml`, `.yml` and `.json` file under `dir` (recursively, sorted by path) as a
-/// manifest stream. Sources are named by their path as given (`config/samples/x.yaml`).
+/// manifest stream, or `dir` itself when it is a file. Sources are named by their path as
+/// given (`config/samples/x.yaml`). Files are read through [`olmkit_core::confine`]: under a
+/// directory, confined to it; a file named directly, as named; either way a regular file (a
+/// FIFO is refused, naming it, without blocking) within [`MANIFEST_FILE`].
 pub fn load_manifest_dir(dir: &Path) -> Result<Vec<InputDocument>, LoadManifestsError> {
     let meta = fs::metadata(dir).map_err(|source| LoadManifestsError::Read {
         path: dir.to_path_buf(),
         source,
     })?;
-    if meta.is_file() {
-        let bytes = fs::read(dir).map_err(|source| LoadManifestsError::Read {
-            path: dir.to_path_buf(),
-            source,
-        })?;
+    if !meta.is_dir() {
+        // The descriptor decides: a regular file is read, anything else refused, naming it.
+        let bytes = olmkit_core::confine::read_named(dir, MANIFEST_FILE)?;
         return load_manifest_stream(&dir.display().to_string(), &bytes);
     }
-    let files = sorted_files(dir).map_err(|e| match e {
+    let root = InputRoot::new(dir)?;
+    let files = sorted_files(&root, dir).map_err(|e| match e {
         LoadBundleError::Read { path, source } => LoadManifestsError::Read { path, source },
         LoadBundleError::Escape(e) => LoadManifestsError::Escape(e),
+        LoadBundleError::Input(e) => LoadManifestsError::Input(e),
         other => LoadManifestsError::Read {
             path: dir.to_path_buf(),
             source: std::io::Error::other(other.to_string()),
@@ -513,10 +599,7 @@ pub fn load_manifest_dir(dir: &Path) -> Result<Vec<InputDocument>, LoadManifests
             continue;
         }
         seen_any = true;
-        let bytes = fs::read(&path).map_err(|source| LoadManifestsError::Read {
-            path: path.clone(),
-            source,
-        })?;
+        let bytes = root.read(&path, MANIFEST_FILE)?;
         out.extend(load_manifest_stream(&path.display().to_string(), &bytes)?);
     }
     if !seen_any {
@@ -602,7 +685,7 @@ mod tests {
         .unwrap();
         // Inside the bundle, and a loop back to its root: fine, read once.
         symlink("../manifests", b.join("metadata/loop")).unwrap();
-        let files = sorted_files(&b).unwrap();
+        let files = sorted_files(&InputRoot::new(&b).unwrap(), &b).unwrap();
         assert!(files.iter().any(|p| p.ends_with("manifests/a.yaml")));
         symlink(
             outside.path().join("config.json"),

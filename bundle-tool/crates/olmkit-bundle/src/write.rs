@@ -51,13 +51,17 @@ pub fn write_bundle(dir: &Path, bundle: &GeneratedBundle) -> Result<(), WriteOut
 /// file there that is not such a mapping is an error naming it, as in operator-sdk.
 pub fn metadata_exists(bundle_root: &Path) -> Result<bool, WriteBundleError> {
     let file = bundle_root.join(ANNOTATIONS_FILE);
-    let bytes = match std::fs::read(&file) {
+    let bytes = match olmkit_core::confine::read_named(&file, olmkit_core::confine::MANIFEST_FILE) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(olmkit_core::confine::ReadConfinedError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Ok(false);
+        }
         Err(e) => {
             return Err(WriteBundleError::Metadata {
                 file,
-                message: format!("cannot read: {e}"),
+                message: e.to_string(),
             });
         }
     };

@@ -13,7 +13,9 @@
 //! - [`query`] implements each RPC's semantics the way operator-registry's `pkg/cache` does;
 //! - [`limits`] bounds streams and blocking work so no client starves another;
 //! - [`service`] and [`server`] put it on the wire with health checks, reflection and graceful
-//!   shutdown; [`probe`] is the `grpc_health_probe` the server also acts as in catalog images.
+//!   shutdown, over [`transport`] (connections, handshake and stall timeouts) and
+//!   [`request_limit`] (request sizes and buffered bytes); [`probe`] is the
+//!   `grpc_health_probe` the server also acts as in catalog images.
 
 pub mod build;
 pub mod catalog;
@@ -23,9 +25,11 @@ pub mod limits;
 pub mod payload;
 pub mod probe;
 pub mod query;
+pub mod request_limit;
 pub mod server;
 pub mod service;
 pub mod split;
+pub mod transport;
 
 pub mod pb;
 

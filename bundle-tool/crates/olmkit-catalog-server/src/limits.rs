@@ -12,12 +12,20 @@
 //! - **Blocking work.** Queries that may read the disk run on tokio's blocking pool, but only
 //!   while holding a permit of one of two separate pools: one for unary calls, one for producing
 //!   the next batch of a stream. A stream holds no thread while its client does not read, and
-//!   streams can never take the permits unary calls need.
+//!   streams can never take the permits unary calls need. A stream's batch is produced by a task
+//!   of its own, not by the response body's future: a second attack (issue #24) showed that a
+//!   permit handed to a waiter inside a body the transport never polls again (its client
+//!   advertised a zero window) is never used nor given back, so two such streams held the one
+//!   stream worker of a 2-core machine forever and every other `ListBundles` timed out.
 //! - **Health.** A [`Pressure`] watchdog reports when the server cannot serve for longer than
-//!   a grace period (the open-stream budget exhausted, or unary calls waiting for a worker the
-//!   whole time), so `serve` can flip health to `NOT_SERVING` and back.
+//!   a grace period (the open-stream budget exhausted, or calls or stream batches waiting for a
+//!   worker the whole time), so `serve` can flip health to `NOT_SERVING` and back.
+//! - **Connections, time and request bytes** are bounded by [`crate::transport`] (connection
+//!   cap, handshake timeout, cancelling streams stalled on their client) and
+//!   [`crate::request_limit`] (request message size and buffered bytes); their limits are here.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,6 +43,22 @@ pub const DEFAULT_MAX_OPEN_STREAMS: usize = 32;
 pub const DEFAULT_MAX_OPEN_STREAMS_PER_CONNECTION: usize = 8;
 /// Default time the server may be unable to serve before health says `NOT_SERVING`.
 pub const DEFAULT_OVERLOAD_GRACE: Duration = Duration::from_secs(30);
+/// Default number of client connections served at once (lowered to fit the open-file limit).
+/// OLM keeps one or two per catalog source.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Default time a new connection has to send the HTTP/2 preface.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time a call may wait for its client, with a response chunk it cannot send (the
+/// client's window is closed) or part of a request message it has not finished sending, before
+/// the call alone is cancelled.
+pub const DEFAULT_STREAM_STALL_TIMEOUT: Duration = Duration::from_secs(20);
+/// Default largest request message. Every request of the registry, health and reflection APIs
+/// is a few names: Kubernetes names are at most 253 bytes.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024;
+/// Default bytes of unfinished request messages one connection may have the server hold.
+pub const DEFAULT_MAX_BUFFERED_REQUEST_BYTES_PER_CONNECTION: usize = 64 * 1024;
+/// Default bytes of unfinished request messages the whole server holds.
+pub const DEFAULT_MAX_BUFFERED_REQUEST_BYTES: usize = 8 * 1024 * 1024;
 
 /// Limits of the catalog server.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +76,18 @@ pub struct Limits {
     pub stream_workers: usize,
     /// How long the server may be unable to serve before health says `NOT_SERVING`.
     pub overload_grace: Duration,
+    /// Client connections served at once (the open-file limit may lower it).
+    pub max_connections: usize,
+    /// How long a new connection has to send the HTTP/2 preface.
+    pub handshake_timeout: Duration,
+    /// How long a call may wait for its client before it alone is cancelled.
+    pub stream_stall_timeout: Duration,
+    /// Largest request message, in bytes.
+    pub max_request_bytes: usize,
+    /// Bytes of unfinished request messages held for one connection.
+    pub max_buffered_request_bytes_per_connection: usize,
+    /// Bytes of unfinished request messages held in total.
+    pub max_buffered_request_bytes: usize,
 }
 
 impl Default for Limits {
@@ -63,6 +99,13 @@ impl Default for Limits {
             unary_workers: 0,
             stream_workers: 0,
             overload_grace: DEFAULT_OVERLOAD_GRACE,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            stream_stall_timeout: DEFAULT_STREAM_STALL_TIMEOUT,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_buffered_request_bytes_per_connection:
+                DEFAULT_MAX_BUFFERED_REQUEST_BYTES_PER_CONNECTION,
+            max_buffered_request_bytes: DEFAULT_MAX_BUFFERED_REQUEST_BYTES,
         }
     }
 }
@@ -140,6 +183,13 @@ struct Inner {
     stream_work: Arc<Semaphore>,
     /// Unary calls waiting for a worker right now.
     unary_waiting: AtomicUsize,
+    /// Stream batches waiting for a worker right now.
+    stream_waiting: Arc<AtomicUsize>,
+    /// Stream batches that got a worker, ever, and that count at the last overload check:
+    /// batches queue behind each other under ordinary load, so what says the pool cannot serve
+    /// is batches waiting while none gets a worker.
+    stream_started: Arc<AtomicUsize>,
+    stream_started_seen: AtomicUsize,
 }
 
 /// One open streaming response's share of the budgets; released when dropped (the stream ended
@@ -174,6 +224,16 @@ impl Drop for Waiting<'_> {
     }
 }
 
+/// Aborts a task when its handle is dropped: a stream that goes away does not leave its next
+/// batch queued for a worker.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 impl Budgets {
     /// Budgets for these limits.
     pub fn new(limits: Limits) -> Self {
@@ -186,6 +246,9 @@ impl Budgets {
                 unary: Arc::new(Semaphore::new(unary)),
                 stream_work: Arc::new(Semaphore::new(stream_work)),
                 unary_waiting: AtomicUsize::new(0),
+                stream_waiting: Arc::default(),
+                stream_started: Arc::default(),
+                stream_started_seen: AtomicUsize::new(0),
                 limits,
             }),
         }
@@ -245,22 +308,39 @@ impl Budgets {
 
     /// Runs `f` (producing a stream's next batch) on the blocking pool once a stream worker is
     /// free.
-    pub async fn stream_work<T, F>(&self, f: F) -> Result<T, BudgetError>
+    ///
+    /// Waiting for the worker and running `f` happen in a task of their own, started at once:
+    /// the permit is taken, used and given back whether or not the caller's future is polled
+    /// again. The caller is a response body, which HTTP/2 stops polling while its client's
+    /// window is closed; had it awaited the semaphore itself, a permit handed to it would stay
+    /// with it for as long as the client pleased (issue #24). Only the finished batch waits for
+    /// the caller. Dropping the returned future abandons the batch.
+    pub fn stream_work<T, F>(&self, f: F) -> impl Future<Output = Result<T, BudgetError>> + Send
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let permit = self
-            .inner
-            .stream_work
-            .clone()
-            .acquire_owned()
-            .await
+        let workers = self.inner.stream_work.clone();
+        let waiting = self.inner.stream_waiting.clone();
+        let started = self.inner.stream_started.clone();
+        let task = AbortOnDrop(tokio::spawn(async move {
+            let permit = {
+                waiting.fetch_add(1, Ordering::Relaxed);
+                let _waiting = Waiting(&waiting);
+                workers.acquire_owned().await
+            }
             .map_err(|_| BudgetError::Closed)?;
-        run_blocking(permit, f).await
+            started.fetch_add(1, Ordering::Relaxed);
+            run_blocking(permit, f).await
+        }));
+        async move {
+            let mut task = task;
+            (&mut task.0).await.map_err(|_| BudgetError::Closed)?
+        }
     }
 
-    /// What keeps the server from serving right now, if anything.
+    /// What keeps the server from serving right now, if anything. Meant to be called by one
+    /// watchdog at a steady pace: the stream-worker check compares with the previous call.
     pub fn overloaded(&self) -> Option<String> {
         if self.inner.streams.available_permits() == 0 {
             return Some(format!(
@@ -273,6 +353,19 @@ impl Budgets {
             return Some(format!(
                 "{waiting} call(s) waiting for one of {} query workers",
                 self.inner.limits.effective_unary_workers()
+            ));
+        }
+        let started = self.inner.stream_started.load(Ordering::Relaxed);
+        let seen = self
+            .inner
+            .stream_started_seen
+            .swap(started, Ordering::Relaxed);
+        let waiting = self.inner.stream_waiting.load(Ordering::Relaxed);
+        if waiting > 0 && started == seen {
+            return Some(format!(
+                "{waiting} stream batch(es) waiting for one of {} stream workers, none of \
+                 which took a batch since the last check",
+                self.inner.limits.effective_stream_workers()
             ));
         }
         None
@@ -442,6 +535,28 @@ mod tests {
             Some(PressureChange::Recovered)
         );
         assert_eq!(p.sample(busy(), t0 + Duration::from_secs(8), false), None);
+    }
+
+    #[tokio::test]
+    async fn a_stream_batch_nobody_awaits_still_gives_its_worker_back() {
+        let b = Budgets::new(Limits {
+            stream_workers: 1,
+            ..Limits::default()
+        });
+        // Polled once each, then never again, like bodies behind closed HTTP/2 windows: the
+        // first gets the worker, the second queues for it.
+        let mut abandoned =
+            Box::pin(b.stream_work(|| std::thread::sleep(Duration::from_millis(50))));
+        let mut queued = Box::pin(b.stream_work(|| 1));
+        assert!(futures::poll!(abandoned.as_mut()).is_pending());
+        assert!(futures::poll!(queued.as_mut()).is_pending());
+        let later = b.stream_work(|| 2);
+        let out = tokio::time::timeout(Duration::from_secs(10), later)
+            .await
+            .expect("the worker is not held by futures nobody polls");
+        assert_eq!(out.unwrap(), 2);
+        drop((abandoned, queued));
+        assert!(b.overloaded().is_none());
     }
 
     #[tokio::test]

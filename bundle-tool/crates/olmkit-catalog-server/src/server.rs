@@ -15,29 +15,21 @@ use crate::pb::{
     self, experimental_registry_server::ExperimentalRegistryServer, registry_server::RegistryServer,
 };
 use crate::service::{CatalogSlot, ExperimentalService, RegistryService};
+use crate::transport::Transport;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use thiserror::Error;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic_health::ServingStatus;
+use tonic_health::pb::health_server::{Health as HealthService, HealthServer};
 use tracing::{info, warn};
 
 /// How long in-flight calls may take to finish after SIGTERM.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the overload watchdog looks at the budgets.
 const PRESSURE_SAMPLE: Duration = Duration::from_millis(500);
-/// HTTP/2 receive windows. Requests are a few names, so small windows cost nothing and bound
-/// what a client can push at the server unread.
-const STREAM_WINDOW: u32 = 64 * 1024;
-const CONNECTION_WINDOW: u32 = 512 * 1024;
-/// Largest HTTP/2 header list accepted (hyper's default, stated so it is not forgotten).
-const MAX_HEADER_LIST: u32 = 16 * 1024;
-/// Dead or unresponsive peers are found by HTTP/2 PING and their streams released.
-const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
-const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Which precomputed index to use.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -134,10 +126,32 @@ pub struct ServeArgs {
     /// Threads answering unary calls that read the catalog (0: two per CPU, at least 4).
     #[arg(long, default_value_t = 0)]
     pub query_threads: usize,
-    /// Seconds the server may stay unable to serve (all stream slots taken, or calls waiting for
-    /// a query thread the whole time) before health reports NOT_SERVING.
+    /// Seconds the server may stay unable to serve (all stream slots taken, or calls or stream
+    /// batches waiting for a worker the whole time) before health reports NOT_SERVING.
     #[arg(long, default_value_t = crate::limits::DEFAULT_OVERLOAD_GRACE.as_secs())]
     pub overload_grace_secs: u64,
+    /// Client connections served at once (lowered to fit the open-file limit). At the limit the
+    /// connection idle longest is closed to make room; when all are busy, new ones wait.
+    #[arg(long, default_value_t = crate::limits::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// Seconds a new connection has to send the HTTP/2 preface before it is closed.
+    #[arg(long, default_value_t = crate::limits::DEFAULT_HANDSHAKE_TIMEOUT.as_secs())]
+    pub handshake_timeout_secs: u64,
+    /// Seconds a call may wait for its client (to take response data, or to send the rest of a
+    /// request message) before that call alone is cancelled.
+    #[arg(long, default_value_t = crate::limits::DEFAULT_STREAM_STALL_TIMEOUT.as_secs())]
+    pub stream_stall_timeout_secs: u64,
+    /// Largest request message in bytes; larger ones fail with RESOURCE_EXHAUSTED.
+    #[arg(long, default_value_t = crate::limits::DEFAULT_MAX_REQUEST_BYTES)]
+    pub max_request_bytes: usize,
+    /// Bytes of unfinished request messages the server holds for one connection; calls beyond
+    /// fail with RESOURCE_EXHAUSTED (whole messages are never held).
+    #[arg(long, default_value_t = crate::limits::DEFAULT_MAX_BUFFERED_REQUEST_BYTES_PER_CONNECTION)]
+    pub max_buffered_request_bytes_per_connection: usize,
+    /// Bytes of unfinished request messages the server holds in total; calls beyond fail with
+    /// RESOURCE_EXHAUSTED.
+    #[arg(long, default_value_t = crate::limits::DEFAULT_MAX_BUFFERED_REQUEST_BYTES)]
+    pub max_buffered_request_bytes: usize,
     /// Wait this many milliseconds before loading (to exercise probes against a slow start);
     /// the wait blocks the loader thread like a slow load does.
     #[arg(long, default_value_t = 0, hide = true)]
@@ -167,6 +181,13 @@ impl ServeArgs {
                 unary_workers: self.query_threads,
                 stream_workers: 0,
                 overload_grace: Duration::from_secs(self.overload_grace_secs),
+                max_connections: self.max_connections.max(1),
+                handshake_timeout: Duration::from_secs(self.handshake_timeout_secs.max(1)),
+                stream_stall_timeout: Duration::from_secs(self.stream_stall_timeout_secs.max(1)),
+                max_request_bytes: self.max_request_bytes,
+                max_buffered_request_bytes_per_connection: self
+                    .max_buffered_request_bytes_per_connection,
+                max_buffered_request_bytes: self.max_buffered_request_bytes,
             },
         }
     }
@@ -194,9 +215,6 @@ pub enum ServeError {
     /// Reflection descriptors could not be registered.
     #[error("cannot set up gRPC reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
-    /// The transport failed.
-    #[error("the gRPC server failed: {0}")]
-    Transport(#[from] tonic::transport::Error),
 }
 
 /// A catalog could not be loaded.
@@ -473,6 +491,39 @@ async fn load_and_publish(
     }
 }
 
+/// The services: health, reflection (v1 and v1alpha), `api.Registry` and
+/// `api.ExperimentalRegistry`.
+fn routes<H: HealthService>(
+    health: HealthServer<H>,
+    slot: CatalogSlot,
+    budgets: Budgets,
+    max_request: usize,
+) -> Result<tonic::service::Routes, ServeError> {
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+    // tonic's limit too, though `request_limit` refuses larger messages before tonic sees them.
+    Ok(
+        tonic::service::Routes::new(health.max_decoding_message_size(max_request))
+            .add_service(reflection_v1.max_decoding_message_size(max_request))
+            .add_service(reflection_v1alpha.max_decoding_message_size(max_request))
+            .add_service(
+                RegistryServer::new(RegistryService::new(slot.clone(), budgets.clone()))
+                    .max_decoding_message_size(max_request),
+            )
+            .add_service(
+                ExperimentalRegistryServer::new(ExperimentalService::new(slot, budgets))
+                    .max_decoding_message_size(max_request),
+            )
+            .prepare(),
+    )
+}
+
 /// Serves the catalog until `shutdown` resolves (or, with `exit_on_load_error`, until loading
 /// fails).
 pub async fn serve(
@@ -492,15 +543,6 @@ pub async fn serve(
         stopping: Arc::default(),
     };
     health.set(ServingStatus::NotServing).await;
-
-    let reflection_v1 = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
-    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1alpha()?;
 
     let slot = CatalogSlot::new();
     let budgets = Budgets::new(opts.limits.clone());
@@ -535,26 +577,13 @@ pub async fn serve(
         }
     };
 
-    let limits = &opts.limits;
-    let server = tonic::transport::Server::builder()
-        .tcp_nodelay(true)
-        .max_concurrent_streams(limits.max_concurrent_streams)
-        .initial_stream_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW)
-        .http2_max_header_list_size(MAX_HEADER_LIST)
-        .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
-        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
-        .add_service(health_service)
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
-        .add_service(RegistryServer::new(RegistryService::new(
-            slot.clone(),
-            budgets.clone(),
-        )))
-        .add_service(ExperimentalRegistryServer::new(ExperimentalService::new(
-            slot, budgets,
-        )))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stop);
+    let routes = routes(health_service, slot, budgets, opts.limits.max_request_bytes)?;
+    let transport = Transport::new(routes, &opts.limits);
+    info!(
+        max_connections = transport.max_connections(),
+        "accepting connections"
+    );
+    let server = transport.run(listener, stop);
     tokio::pin!(server);
     // Graceful shutdown waits for clients to go away; one that never does must not keep the
     // pod in Terminating until the kubelet's SIGKILL.
@@ -565,7 +594,7 @@ pub async fn serve(
         tokio::time::sleep(DRAIN_TIMEOUT).await;
     };
     tokio::select! {
-        r = &mut server => r?,
+        () = &mut server => {}
         () = drain_deadline => warn!(
             "clients still connected {}s after the shutdown signal; closing their connections",
             DRAIN_TIMEOUT.as_secs()

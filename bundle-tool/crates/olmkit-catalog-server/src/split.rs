@@ -12,8 +12,13 @@
 //! The pieces are then parsed by the catalog crate's own parser; if a piece does not parse the
 //! caller falls back to loading the whole file the ordinary way, so an unusual file costs
 //! memory, never correctness.
+//!
+//! No document (and no YAML line) may grow past [`olmkit_core::confine::CATALOG_DOCUMENT`]: a
+//! file of zeros or one endless value is refused with a read error naming the limit once that
+//! much has been read, instead of growing a buffer until an allocation fails and aborts the
+//! process.
 
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, Read};
 
 /// How a file is encoded, decided like the FBC loader does: JSON when the first non-blank
 /// character is `{` or `[`.
@@ -72,10 +77,25 @@ pub struct Splitter<R> {
     done: bool,
     /// YAML: a marker line read while finishing the previous document.
     pending_line: Option<(u64, Vec<u8>)>,
+    /// Largest document (and YAML line) accepted, in bytes.
+    limit: u64,
+}
+
+/// The error of a document that grows past the limit: a read error (the caller reports it
+/// naming the file), not a reason to load the file whole.
+fn too_large(offset: u64, limit: u64) -> SplitError {
+    let what = olmkit_core::confine::CATALOG_DOCUMENT.what;
+    SplitError::Io(io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!(
+            "the document at byte {offset} has more than the {limit} bytes {what} may have: refusing to read it"
+        ),
+    ))
 }
 
 impl<R: BufRead> Splitter<R> {
-    /// Splits `reader`, which holds a file in `format`.
+    /// Splits `reader`, which holds a file in `format`; documents are bounded by
+    /// [`olmkit_core::confine::CATALOG_DOCUMENT`].
     pub fn new(reader: R, format: Format) -> Self {
         Self {
             reader,
@@ -84,7 +104,14 @@ impl<R: BufRead> Splitter<R> {
             at_start: true,
             done: false,
             pending_line: None,
+            limit: olmkit_core::confine::CATALOG_DOCUMENT.bytes,
         }
+    }
+
+    /// The same splitter with another bound on a document's size.
+    pub fn with_limit(mut self, limit: u64) -> Self {
+        self.limit = limit;
+        self
     }
 
     fn next_json(&mut self) -> Result<Option<RawDoc>, SplitError> {
@@ -165,6 +192,9 @@ impl<R: BufRead> Splitter<R> {
                 }
                 i += 1;
             }
+            if (bytes.len() + i) as u64 > self.limit {
+                return Err(too_large(offset, self.limit));
+            }
             bytes.extend_from_slice(&buf[..i]);
             self.reader.consume(i);
             self.pos += i as u64;
@@ -179,9 +209,14 @@ impl<R: BufRead> Splitter<R> {
             return Ok(Some(line));
         }
         let mut line = Vec::new();
-        let n = self.reader.read_until(b'\n', &mut line)?;
+        let n = (&mut self.reader)
+            .take(self.limit.saturating_add(1))
+            .read_until(b'\n', &mut line)?;
         if n == 0 {
             return Ok(None);
+        }
+        if n as u64 > self.limit {
+            return Err(too_large(self.pos, self.limit));
         }
         let at = self.pos;
         self.pos += n as u64;
@@ -207,6 +242,9 @@ impl<R: BufRead> Splitter<R> {
                 offset: at,
                 bytes: Vec::new(),
             });
+            if (d.bytes.len() + line.len()) as u64 > self.limit {
+                return Err(too_large(d.offset, self.limit));
+            }
             d.bytes.extend_from_slice(&line);
             if is_marker(&line, b"...") {
                 return Ok(doc);
@@ -316,6 +354,31 @@ mod tests {
             let start = *off as usize;
             assert_eq!(&text[start..start + d.len()], d.as_str());
         }
+    }
+
+    #[test]
+    fn documents_and_lines_are_bounded() {
+        // One endless JSON value, a line without end, a YAML document of many lines: each is
+        // refused as a read error once past the limit, without reading the rest.
+        let limit = 64;
+        let endless = std::io::repeat(b'x');
+        let json = io::BufReader::with_capacity(16, (&b"{\"a\": \""[..]).chain(endless));
+        let mut s = Splitter::new(json, Format::Json).with_limit(limit);
+        let e = s.next().unwrap().unwrap_err();
+        assert!(matches!(&e, SplitError::Io(io) if io.kind() == io::ErrorKind::FileTooLarge));
+        assert!(e.to_string().contains("more than the 64 bytes"), "{e}");
+        let zeros = io::BufReader::with_capacity(16, std::io::repeat(0));
+        let mut s = Splitter::new(zeros, Format::Yaml).with_limit(limit);
+        assert!(matches!(s.next(), Some(Err(SplitError::Io(_)))));
+        let lines = "a: b\n".repeat(100);
+        let mut s =
+            Splitter::new(io::BufReader::new(lines.as_bytes()), Format::Yaml).with_limit(limit);
+        assert!(matches!(s.next(), Some(Err(SplitError::Io(_)))));
+        // Within the limit, nothing changes.
+        let ok = "a: b\n---\nc: d\n";
+        let mut s =
+            Splitter::new(io::BufReader::new(ok.as_bytes()), Format::Yaml).with_limit(limit);
+        assert_eq!(s.next().unwrap().unwrap().bytes, b"a: b\n");
     }
 
     #[test]

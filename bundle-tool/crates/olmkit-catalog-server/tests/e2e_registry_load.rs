@@ -7,7 +7,8 @@
 //!   `SERVING`;
 //! - a server whose stream budget stays exhausted reports `NOT_SERVING`, and `SERVING` again
 //!   once the streams go away;
-//! - a megabyte-long name is echoed in the error only as a bounded prefix;
+//! - a long name is echoed in the error only as a bounded prefix, and a megabyte-long one is
+//!   refused unread (`RESOURCE_EXHAUSTED`);
 //! - SIGTERM while the catalog is still loading ends the process at once.
 //!
 //! The attacker speaks raw HTTP/2 with the `h2` crate, so nothing in a gRPC client library
@@ -507,22 +508,33 @@ fn errors_echo_only_a_bounded_prefix_of_client_input() {
     rt.block_on(async {
         let channel = wait_serving(&server.addr).await;
         let mut client = RegistryClient::new(channel);
-        let huge = "n".repeat(1 << 20);
+        // Long names that still fit in a request (--max-request-bytes, 4 KiB by default).
+        let long = "n".repeat(1_000);
         let err = client
             .get_bundle(pb::GetBundleRequest {
-                pkg_name: huge.clone(),
-                channel_name: huge.clone(),
-                csv_name: huge,
+                pkg_name: long.clone(),
+                channel_name: long.clone(),
+                csv_name: long,
             })
             .await
             .expect_err("no such package");
         assert_eq!(err.code(), olmkit_catalog_server::tonic::Code::NotFound);
-        assert!(err.message().len() < 1024, "{} bytes", err.message().len());
-        assert!(
-            err.message().contains("(1048576 bytes)"),
-            "{}",
-            err.message()
+        assert!(err.message().len() < 512, "{} bytes", err.message().len());
+        assert!(err.message().contains("(1000 bytes)"), "{}", err.message());
+        // A megabyte-long name does not even get read.
+        let huge = "n".repeat(1 << 20);
+        let err = client
+            .get_bundle(pb::GetBundleRequest {
+                pkg_name: huge,
+                ..Default::default()
+            })
+            .await
+            .expect_err("too large");
+        assert_eq!(
+            err.code(),
+            olmkit_catalog_server::tonic::Code::ResourceExhausted
         );
+        assert!(err.message().len() < 512, "{} bytes", err.message().len());
     });
     server.stop();
 }

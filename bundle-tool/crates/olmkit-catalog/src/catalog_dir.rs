@@ -7,7 +7,7 @@
 //! catalog's `olm.bundle` blobs from bundle directories and reports every difference: the
 //! catalog must be reproducible from `bundle/` plus the channel membership it records.
 
-use crate::declcfg::load::{Origins, load_dir_with_files, load_file};
+use crate::declcfg::load::{Origins, load_dir_with_files, load_file_in};
 use crate::declcfg::write::write_config;
 use crate::declcfg::{Blob, DeclarativeConfig, LoadCatalogError, LoadOptions, WriteFormat};
 use crate::release::{Change, apply};
@@ -132,8 +132,22 @@ pub fn stage_package_update(
 ) -> Result<(), WriteCatalogError> {
     let mut mine = DeclarativeConfig::default();
     let mut rewrites: BTreeMap<String, DeclarativeConfig> = BTreeMap::new();
-    for file in catalog.files_of(package) {
-        let blobs = load_file(&catalog.dir.join(&file), &file, &LoadOptions::default())?;
+    let files = catalog.files_of(package);
+    // The package's files, read confined to the catalog (which exists when it has any).
+    let root = match files.is_empty() {
+        true => None,
+        false => Some(
+            olmkit_core::confine::InputRoot::new(&catalog.dir).map_err(LoadCatalogError::from)?,
+        ),
+    };
+    for file in files {
+        let Some(root) = &root else { break };
+        let blobs = load_file_in(
+            root,
+            &catalog.dir.join(&file),
+            &file,
+            &LoadOptions::default(),
+        )?;
         let others = rewrites.entry(file.clone()).or_default();
         for at in blobs {
             let owner = match &at.blob {
@@ -432,9 +446,34 @@ pub enum UpdateGraph {
 }
 
 impl UpdateGraph {
-    /// Reads `updateGraph` from a community-operators `ci.yaml` next to the bundle folders.
+    /// Reads `updateGraph` from a community-operators `ci.yaml` next to the bundle folders
+    /// (through [`olmkit_core::confine::InputRoot`]: a ci.yaml that may not be read, a FIFO or a
+    /// link out of `dir`, is left out with a warning naming it).
     pub fn from_ci_yaml(dir: &Path) -> Option<Self> {
-        let bytes = std::fs::read(dir.join("ci.yaml")).ok()?;
+        use olmkit_core::confine::{InputRoot, MANIFEST_FILE, ReadConfinedError};
+        let path = dir.join("ci.yaml");
+        let read = InputRoot::new(dir)
+            .map_err(ReadConfinedError::from)
+            .and_then(|root| root.read(&path, MANIFEST_FILE));
+        let bytes = match read {
+            Ok(bytes) => bytes,
+            Err(ReadConfinedError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return None;
+            }
+            Err(ReadConfinedError::Confine(olmkit_core::confine::ConfineError::Resolve {
+                ..
+            })) => return None,
+            Err(e) => {
+                olmkit_core::docs::warn(&olmkit_core::docs::ParseWarning {
+                    source_name: path.display().to_string(),
+                    line: None,
+                    message: format!("ignored: {e}"),
+                });
+                return None;
+            }
+        };
         let doc = olmkit_core::docs::parse_document("ci.yaml", &bytes).ok()?;
         match doc.get("updateGraph")?.as_str()? {
             "semver-mode" => Some(Self::SemverMode),

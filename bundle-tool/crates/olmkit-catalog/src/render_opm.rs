@@ -21,6 +21,7 @@ use crate::property;
 use crate::render::{RenderBundleError, RenderOptions, csv_metadata, go_json_marshal, str_at};
 use base64::Engine;
 use olmkit_bundle::Bundle as BundleDir;
+use olmkit_core::confine::MANIFEST_FILE;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -42,6 +43,18 @@ pub enum LoadOpmBundleError {
     /// A symbolic link leads out of the bundle directory (it would be embedded in the catalog).
     #[error(transparent)]
     Escape(#[from] olmkit_core::confine::ConfineError),
+    /// A file may not be read: not a regular file (a FIFO), hard-linked, or too large.
+    #[error(transparent)]
+    Input(olmkit_core::confine::ReadConfinedError),
+}
+
+impl From<olmkit_core::confine::ReadConfinedError> for LoadOpmBundleError {
+    fn from(e: olmkit_core::confine::ReadConfinedError) -> Self {
+        match e {
+            olmkit_core::confine::ReadConfinedError::Confine(c) => LoadOpmBundleError::Escape(c),
+            other => LoadOpmBundleError::Input(other),
+        }
+    }
 }
 
 fn read_dir_sorted(dir: &Path) -> Result<Vec<std::fs::DirEntry>, LoadOpmBundleError> {
@@ -59,45 +72,65 @@ fn read_dir_sorted(dir: &Path) -> Result<Vec<std::fs::DirEntry>, LoadOpmBundleEr
 
 /// Loads a bundle directory with opm's leniencies (see the module docs). The returned
 /// model's `dependencies` is the metadata document opm takes its dependencies from.
-/// Nothing is read from outside `dir`: a symlink that leads out of it (to `/etc/passwd`, to a
-/// registry credential file) is an error naming it, not content for `olm.bundle.object`.
+/// Nothing is read from outside `dir`: every file goes through
+/// [`olmkit_core::confine::InputRoot`] (opened relative to the bundle directory, a regular file
+/// with one link, within [`MANIFEST_FILE`], read from that descriptor), so a symlink that
+/// leads out of it (to `/etc/passwd`, to a registry credential file), a hard link, a FIFO or a
+/// huge file is an error naming it, not content for `olm.bundle.object`. Duplicate keys and
+/// the other leniencies are reported with [`olmkit_core::docs::warn`].
 pub fn load_bundle_dir_opm(dir: &Path) -> Result<BundleDir, LoadOpmBundleError> {
     let root = olmkit_core::confine::InputRoot::new(dir)?;
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let read = |p: &Path| -> Result<Vec<u8>, LoadOpmBundleError> {
-        root.check(p)?;
-        std::fs::read(p).map_err(|source| LoadOpmBundleError::Read {
-            path: p.display().to_string(),
-            source,
-        })
+    // The regular files directly in `sub` (opm reads no sub-folders), read through the root;
+    // what is neither a file nor a directory is refused by the opener, naming it.
+    let read_files = |sub: &str| -> Result<Vec<(String, Vec<u8>)>, LoadOpmBundleError> {
+        let mut out = Vec::new();
+        if !dir.join(sub).is_dir() {
+            return Ok(out);
+        }
+        for e in read_dir_sorted(&dir.join(sub))? {
+            let p = e.path();
+            let kind = match e.file_type() {
+                Ok(t) if t.is_symlink() => root.inspect(&p)?.file_type(),
+                Ok(t) => t,
+                Err(source) => {
+                    return Err(LoadOpmBundleError::Read {
+                        path: p.display().to_string(),
+                        source,
+                    });
+                }
+            };
+            if kind.is_dir() {
+                continue;
+            }
+            let name = format!("{sub}/{}", e.file_name().to_string_lossy());
+            out.push((name, root.read(&p, MANIFEST_FILE)?));
+        }
+        Ok(out)
     };
-    // opm reads the files directly in manifests/ (not sub-folders).
-    if dir.join("manifests").is_dir() {
-        for e in read_dir_sorted(&dir.join("manifests"))? {
-            if e.path().is_file() {
-                let name = format!("manifests/{}", e.file_name().to_string_lossy());
-                files.insert(name, read(&e.path())?);
-            }
-        }
-    }
-    let mut metadata: Vec<(String, Vec<u8>)> = Vec::new();
-    if dir.join("metadata").is_dir() {
-        for e in read_dir_sorted(&dir.join("metadata"))? {
-            if e.path().is_file() {
-                let name = format!("metadata/{}", e.file_name().to_string_lossy());
-                metadata.push((name, read(&e.path())?));
-            }
-        }
-    }
+    files.extend(read_files("manifests")?);
+    let metadata = read_files("metadata")?;
     for (name, bytes) in &metadata {
         if name == "metadata/annotations.yaml" || name == "metadata/annotations.yml" {
             files.insert(name.clone(), bytes.clone());
         }
     }
     let mut bundle = olmkit_bundle::load::bundle_from_files(dir, &files)?;
+    olmkit_bundle::load::warn_load_warnings(&bundle);
     // opm decodes only the first object of each manifest file.
     bundle.manifests.retain(|m| m.doc_index == 0);
-    let parsed = |name: &str, bytes: &[u8]| olmkit_core::docs::parse_document(name, bytes).ok();
+    // A metadata file that does not decode is ignored, as opm ignores it; one that decodes
+    // leniently is reported, named under the bundle directory like the manifests.
+    let parsed = |name: &str, bytes: &[u8]| {
+        let (doc, warnings) = olmkit_core::docs::parse_document_lenient(name, bytes).ok()?;
+        for w in warnings {
+            olmkit_core::docs::warn(&olmkit_core::docs::ParseWarning {
+                source_name: dir.join(&w.source_name).display().to_string(),
+                ..w
+            });
+        }
+        Some(doc)
+    };
     bundle.properties = metadata
         .iter()
         .find(|(n, _)| n == "metadata/properties.yaml")

@@ -72,11 +72,45 @@ impl std::fmt::Display for ParseWarning {
     }
 }
 
+type WarningSink = Box<dyn Fn(&ParseWarning) + Send + Sync>;
+
+static WARNING_SINK: std::sync::OnceLock<WarningSink> = std::sync::OnceLock::new();
+static WARNED: std::sync::Mutex<std::collections::BTreeSet<String>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Reports a warning about input that no caller hands on (a duplicate key in a catalog read
+/// by `render`, a hard link read on request): once per process and text, through the sink set
+/// with [`set_warning_sink`], else as `warning: <file>:<line>: <message>` on stderr. Readers
+/// whose caller reports warnings itself (a validator turning them into findings) return them
+/// instead ([`parse_documents_lenient`]).
+pub fn warn(w: &ParseWarning) {
+    let fresh = WARNED
+        .lock()
+        .map(|mut seen| seen.insert(w.to_string()))
+        .unwrap_or(true);
+    if !fresh {
+        return;
+    }
+    match WARNING_SINK.get() {
+        Some(sink) => sink(w),
+        None => eprintln!("warning: {w}"),
+    }
+}
+
+/// Sends [`warn`]'s warnings to `sink` instead of stderr; only the first call takes effect
+/// (false after that).
+pub fn set_warning_sink(sink: impl Fn(&ParseWarning) + Send + Sync + 'static) -> bool {
+    WARNING_SINK.set(Box::new(sink)).is_ok()
+}
+
 /// Parses a stream of documents: JSON values back to back (as `opm render` writes) or
 /// `---`-separated YAML. Empty and null documents are skipped. Accepts what Go's YAML decoder
-/// accepts (see [`parse_documents_lenient`]); use that function to learn what was relaxed.
+/// accepts (see [`parse_documents_lenient`]), and reports each leniency with [`warn`]; use
+/// [`parse_documents_lenient`] to get them instead.
 pub fn parse_documents(source_name: &str, bytes: &[u8]) -> Result<Vec<Value>, ParseDocumentError> {
-    parse_documents_lenient(source_name, bytes).map(|(docs, _)| docs)
+    let (docs, warnings) = parse_documents_lenient(source_name, bytes)?;
+    warnings.iter().for_each(warn);
+    Ok(docs)
 }
 
 /// Like [`parse_documents`], and also returns a [`ParseWarning`] for each leniency the input
@@ -302,17 +336,11 @@ fn reindent_quoted_continuations(text: &str) -> String {
     out
 }
 
-/// Parses exactly one document.
+/// Parses exactly one document (leniencies reported with [`warn`], as [`parse_documents`]).
 pub fn parse_document(source_name: &str, bytes: &[u8]) -> Result<Value, ParseDocumentError> {
-    let mut docs = parse_documents(source_name, bytes)?;
-    match docs.len() {
-        1 => Ok(docs.remove(0)),
-        0 => Err(ParseDocumentError::new(source_name, "no document found")),
-        n => Err(ParseDocumentError::new(
-            source_name,
-            format!("expected one document, found {n}"),
-        )),
-    }
+    let (doc, warnings) = parse_document_lenient(source_name, bytes)?;
+    warnings.iter().for_each(warn);
+    Ok(doc)
 }
 
 /// Like [`parse_document`], and also returns what had to be read leniently

@@ -430,9 +430,11 @@ fn write_files(root: &Path, files: &BTreeMap<PathBuf, Vec<u8>>) -> std::io::Resu
     Ok(())
 }
 
-/// Copies the catalog for staging: hard links where possible (the release replaces files by
-/// renaming new ones in, never writing into them), copies otherwise. Leftover staging
-/// directories of interrupted runs are skipped.
+/// Copies the catalog for staging (`std::fs::copy`: `copy_file_range`, a reflink where the
+/// file system has them). Not hard links: every reader refuses a file with several links (it
+/// may be another name of a file outside the input, `olmkit_core::confine::HardLinks`), and a
+/// staged link would give the catalog's own files a second one for the rest of the release.
+/// Leftover staging directories of interrupted runs are skipped.
 fn copy_tree(from: &Path, to: &Path) -> Result<(), ImagesError> {
     std::fs::create_dir_all(to)?;
     if !from.is_dir() {
@@ -454,8 +456,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), ImagesError> {
         let target = to.join(rel);
         if entry.file_type().is_dir() {
             std::fs::create_dir_all(&target)?;
-        } else if entry.file_type().is_file() && std::fs::hard_link(entry.path(), &target).is_err()
-        {
+        } else if entry.file_type().is_file() {
             std::fs::copy(entry.path(), &target)?;
         }
     }

@@ -193,6 +193,7 @@ pub fn prepare(
     inputs: GenerateInputs,
     progress: &mut Progress<'_>,
 ) -> Result<Prepared, ReleaseError> {
+    validate::check_input_sizes(&inputs)?;
     let planned = plan::plan(config, &opened, &inputs)?;
     progress(Event::Stage(Stage::Generate));
     let mut built = images::Built::default();

@@ -89,23 +89,34 @@ mod tests {
     }
 
     /// A promote killed while committing left its journal in the catalog directory: the
-    /// release completes it before reading the catalog.
+    /// release completes it before reading the catalog, wherever the commit stopped.
     #[test]
     fn an_interrupted_promote_is_completed_too() {
-        let tmp = tempfile::tempdir().unwrap();
-        let catalog = tmp.path().join("catalog");
-        std::fs::create_dir_all(catalog.join("p")).unwrap();
-        std::fs::write(catalog.join("p/catalog.yaml"), "old").unwrap();
-        let mut cs = olmkit_core::fsio::Changeset::new(&catalog).unwrap();
-        cs.put_file("p/catalog.yaml", b"new").unwrap();
-        // Moved aside, not yet moved in: the catalog has no file for the package.
-        cs.commit_crashing_after(1).unwrap();
-        assert!(!catalog.join("p/catalog.yaml").exists());
-        let rec = recover_interrupted(&tmp.path().join("bundle"), &catalog).unwrap();
-        assert!(rec.journal_found);
-        assert_eq!(
-            std::fs::read(catalog.join("p/catalog.yaml")).unwrap(),
-            b"new"
-        );
+        let mut with_journal = 0;
+        for step in 1.. {
+            let tmp = tempfile::tempdir().unwrap();
+            let catalog = tmp.path().join("catalog");
+            std::fs::create_dir_all(catalog.join("p")).unwrap();
+            std::fs::write(catalog.join("p/catalog.yaml"), "old").unwrap();
+            let mut cs = olmkit_core::fsio::Changeset::new(&catalog).unwrap();
+            cs.put_file("p/catalog.yaml", b"new").unwrap();
+            if !cs.commit_crashing_at(step).unwrap() {
+                break;
+            }
+            let journal = catalog.join(olmkit_core::fsio::JOURNAL_FILE).exists();
+            with_journal += usize::from(journal);
+            // The file is replaced by a rename over it: never missing, old or new.
+            let now = std::fs::read(catalog.join("p/catalog.yaml")).unwrap();
+            assert!(now == b"old" || now == b"new", "step {step}");
+            let rec = recover_interrupted(&tmp.path().join("bundle"), &catalog).unwrap();
+            assert_eq!(rec.journal_found, journal, "step {step}");
+            let after = std::fs::read(catalog.join("p/catalog.yaml")).unwrap();
+            if journal {
+                assert_eq!(after, b"new", "step {step}");
+            } else {
+                assert_eq!(after, now, "step {step}");
+            }
+        }
+        assert!(with_journal > 2, "{with_journal}");
     }
 }

@@ -2,11 +2,13 @@
 //! suite, CRD upgrade safety against the released bundle it replaces, and what OLM v1 could
 //! not install as it is (as warnings: the release targets OLM v0 catalogs too); then the
 //! immutability of released versions: an existing bundle directory must hold exactly these
-//! files.
+//! files. An object larger than etcd stores ([`MAX_STORED_OBJECT_BYTES`]) is an error here,
+//! in the input as in the generated bundle: `validate` keeps its warning (`manifest-size`,
+//! above 1 MiB), but a release would ship an object no API server accepts.
 
 use crate::ReleaseConfig;
 use crate::plan::Planned;
-use olmkit_bundle::generate::GeneratedBundle;
+use olmkit_bundle::generate::{GenerateInputs, GeneratedBundle};
 use olmkit_bundle::{Bundle, LoadBundleError};
 use olmkit_core::Report;
 use olmkit_core::findings::Severity;
@@ -16,9 +18,23 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
+/// The largest object the API server can store: etcd's default request limit
+/// (`--max-request-bytes`, 1.5 MiB), which an object's JSON must fit in.
+pub const MAX_STORED_OBJECT_BYTES: usize = 1_572_864;
+
 /// The bundle cannot be released.
 #[derive(Debug, Error)]
 pub enum ValidateError {
+    /// An input object is larger than etcd stores.
+    #[error(
+        "{document} is {size} bytes as JSON, more than the {MAX_STORED_OBJECT_BYTES} bytes (1.5 MiB) etcd stores in one object (its default --max-request-bytes): no API server accepts it, so it cannot be released"
+    )]
+    ObjectTooLarge {
+        /// `<file> document <n> (<Kind> <name>)`.
+        document: String,
+        /// Its size as compact JSON.
+        size: usize,
+    },
     /// The released bundle the new one replaces cannot be read (for upgrade safety).
     #[error("cannot read the released bundle {replaces} replaces: {error}")]
     Previous {
@@ -77,6 +93,10 @@ impl ValidateError {
                     dir.display()
                 ),
             ],
+            ValidateError::ObjectTooLarge { .. } => vec![
+                "shrink it (a ConfigMap's data belongs in an image or a volume; for CRDs, drop descriptions with controller-gen crd:maxDescLen=0)".into(),
+                "nothing was released".into(),
+            ],
             ValidateError::Load(_) | ValidateError::Read(_) => Vec::new(),
         }
     }
@@ -84,6 +104,56 @@ impl ValidateError {
     /// False for what should not happen (the generated files not loading, an unreadable tree).
     pub fn is_user_error(&self) -> bool {
         !matches!(self, ValidateError::Load(_) | ValidateError::Read(_))
+    }
+}
+
+/// Refuses input objects larger than etcd stores, naming the document (file, position, kind
+/// and name), before anything is generated.
+pub fn check_input_sizes(inputs: &GenerateInputs) -> Result<(), ValidateError> {
+    for d in inputs.manifests.iter().chain(&inputs.base_csv) {
+        let size = json_size(&d.object);
+        if size > MAX_STORED_OBJECT_BYTES {
+            return Err(ValidateError::ObjectTooLarge {
+                document: d.label(),
+                size,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn json_size(v: &serde_json::Value) -> usize {
+    serde_json::to_vec(v).map_or(0, |v| v.len())
+}
+
+/// The generated bundle's objects over [`MAX_STORED_OBJECT_BYTES`] (a CSV that grew with its
+/// embedded deployments and examples): errors, in place of `manifest-size` warnings.
+fn refuse_unstorable(loaded: &Bundle, report: &mut Report) {
+    for m in &loaded.manifests {
+        // JSON is rarely more than twice the YAML it came from: skip small files.
+        let file_len = loaded.manifest_files.get(&m.file).map_or(0, Vec::len);
+        if file_len <= MAX_STORED_OBJECT_BYTES / 4 {
+            continue;
+        }
+        let size = json_size(&m.object);
+        if size <= MAX_STORED_OBJECT_BYTES {
+            continue;
+        }
+        report
+            .findings
+            .retain(|f| !(f.rule == "manifest-size" && f.file.as_deref() == Some(m.file.as_str())));
+        report.push(
+            olmkit_core::Finding::error(
+                "manifest-size",
+                format!(
+                    "{} {} is {size} bytes as JSON, more than the {MAX_STORED_OBJECT_BYTES} bytes (1.5 MiB) etcd stores in one object: no API server accepts it, so it cannot be released",
+                    m.kind(),
+                    m.name()
+                ),
+            )
+            .file(m.file.clone())
+            .hint("shrink it (for CRDs: drop descriptions with controller-gen crd:maxDescLen=0)"),
+        );
     }
 }
 
@@ -167,6 +237,7 @@ fn validate_release(loaded: &Bundle, previous: Option<&Bundle>, bundle_dir: &Pat
         previous,
         &olmkit_bundle::ValidateOptions::default(),
     );
+    refuse_unstorable(loaded, &mut report);
     report.extend(
         olmkit_catalog::olmv1::bundle_findings(loaded)
             .into_iter()

@@ -7,7 +7,7 @@ use olmkit_bundle::generate::GenerateInputs;
 use olmkit_bundle::load::{
     InputDocument, LoadManifestsError, load_manifest_dir, load_manifest_stream,
 };
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -32,9 +32,19 @@ pub struct InputArgs {
 }
 
 pub(crate) fn load_error(e: LoadManifestsError) -> CmdError {
+    use olmkit_core::confine::ReadConfinedError;
     let hint = match &e {
         LoadManifestsError::Read { .. } => "check the path",
         LoadManifestsError::Empty(_) => "point --manifests at the directory holding the YAML",
+        LoadManifestsError::Input(ReadConfinedError::NotRegular { .. }) => {
+            "--manifests takes a directory or a regular file; to read a pipe, pass --manifests - and pipe it into bundle-tool"
+        }
+        LoadManifestsError::Input(ReadConfinedError::HardLinked { .. }) => {
+            "copy the file into the directory (a copy has one link), or set BUNDLE_TOOL_ALLOW_HARD_LINKS=1 if the link is intended"
+        }
+        LoadManifestsError::Input(ReadConfinedError::TooLarge { .. }) => {
+            "no API server stores an object this large; split the file, or shrink what it holds"
+        }
         _ => "fix the document, or regenerate it with `kubectl kustomize config/manifests`",
     };
     CmdError::user(e).hint(hint)
@@ -115,13 +125,20 @@ pub(crate) fn load_inputs(a: &InputArgs, g: &GlobalArgs) -> Result<GenerateInput
 }
 
 pub(crate) fn read_stdin() -> Result<Vec<InputDocument>, CmdError> {
-    let mut buf = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut buf)
-        .map_err(|e| CmdError::user(anyhow::anyhow!("cannot read stdin: {e}")))?;
+    let buf = read_stdin_bytes()?;
     if buf.iter().all(u8::is_ascii_whitespace) {
         return Err(CmdError::msg("<stdin>: no manifests (empty input)")
             .hint("pipe the operator's manifests, e.g. `kubectl kustomize config/manifests | bundle-tool generate bundle --version X --manifests -`"));
     }
     load_manifest_stream("<stdin>", &buf).map_err(load_error)
+}
+
+/// All of stdin, at most [`olmkit_core::confine::MANIFEST_FILE`] bytes.
+pub(crate) fn read_stdin_bytes() -> Result<Vec<u8>, CmdError> {
+    olmkit_core::confine::read_stream(
+        "<stdin>",
+        std::io::stdin().lock(),
+        olmkit_core::confine::MANIFEST_FILE,
+    )
+    .map_err(|e| CmdError::user(e).hint("pipe the operator's manifests, not more"))
 }

@@ -4,4 +4,5 @@
 pub mod cluster;
 pub mod fbc;
 pub mod inputs;
+pub mod pending;
 pub mod registry;

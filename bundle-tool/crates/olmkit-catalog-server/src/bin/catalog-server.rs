@@ -6,7 +6,9 @@
 //!
 //! Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT at any moment, also while the catalog
 //! is still loading: the load is abandoned), 1 when the catalog cannot be loaded and
-//! `--exit-on-load-error` is set, 2 for anything else (port in use, ...).
+//! `--exit-on-load-error` is set, or when it is part of an interrupted bundle-tool commit that
+//! cannot be completed here (it is never served half written), 2 for anything else (port in
+//! use, ...).
 
 use clap::Parser;
 use olmkit_catalog_server::server::{ServeArgs, serve, shutdown_signal};
@@ -84,6 +86,19 @@ fn main() -> ExitCode {
         builder.try_init()
     };
 
+    // Never serve (or report SERVING for) a catalog a bundle-tool commit left half done:
+    // complete the commit, or refuse to start.
+    match olmkit_core::fsio::recover_before_read(&args.serve.configs) {
+        Ok(done) => {
+            for (root, _) in done.iter().filter(|(_, r)| r.journal_found) {
+                tracing::warn!(root = %root.display(), "completed an interrupted bundle-tool commit");
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}\nhint: {}", e.hint());
+            return ExitCode::from(1);
+        }
+    }
     let opts = args.serve.into_options();
     // Queries take blocking threads only through the budgets of `olmkit_catalog_server::limits`; the
     // cap is a backstop against anything else growing the pool towards tokio's 512.

@@ -51,10 +51,24 @@ impl Server {
     /// Starts `bin` with `args` plus `--address 127.0.0.1 --port N` and waits until the port
     /// accepts connections (the server listens before loading the catalog).
     pub fn start(bin: &Path, args: &[&str]) -> Server {
+        Self::start_command(Command::new(bin), args)
+    }
+
+    /// Like [`Server::start`], with the server's open-file limit (`ulimit -n`) set to `limit`.
+    pub fn start_with_open_files(bin: &Path, args: &[&str], limit: u32) -> Server {
+        let mut cmd = Command::new("sh");
+        // `exec` keeps the process id, so `pid()` and SIGTERM reach the server itself.
+        cmd.arg("-c")
+            .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+            .arg(bin);
+        Self::start_command(cmd, args)
+    }
+
+    fn start_command(mut cmd: Command, args: &[&str]) -> Server {
         let port = free_port();
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("server.log");
-        let child = Command::new(bin)
+        let child = cmd
             .args(args)
             .args(["--address", "127.0.0.1", "--port", &port.to_string()])
             .env("RUST_LOG", "info")

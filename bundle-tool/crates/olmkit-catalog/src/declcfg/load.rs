@@ -10,9 +10,21 @@
 //! is wrong. It fails on unreadable files, text that is neither YAML nor JSON, documents that
 //! are not objects, blobs without a `schema`, and known blobs whose fields have the wrong JSON
 //! types, always naming the file (and the document index inside it).
+//!
+//! Every file is opened through [`olmkit_core::confine::InputRoot`] (relative to the catalog
+//! directory, no link out of it, a regular file with one link) and read from that descriptor.
+//! A YAML file is parsed whole, so it may have at most [`CATALOG_YAML_FILE`] (checked from the
+//! descriptor before reading); a JSON stream larger than that is read one document at a time,
+//! each at most [`CATALOG_DOCUMENT`], so a multi-gigabyte `render -o json` file loads in the
+//! memory of its largest blob. Duplicate YAML keys and the other leniencies of Go's decoder
+//! are reported with [`olmkit_core::docs::warn`] (or kept in [`Origins::warnings`] for a
+//! validator, [`LoadOptions::keep_warnings`]).
 
 use super::{Blob, Bundle, DeclarativeConfig, Meta};
-use olmkit_core::docs::parse_documents;
+use olmkit_core::confine::{
+    CATALOG_DOCUMENT, CATALOG_YAML_FILE, InputFile, InputRoot, ReadConfinedError,
+};
+use olmkit_core::docs::{ParseWarning, parse_documents_lenient, warn};
 use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -39,6 +51,9 @@ pub enum LoadCatalogError {
     /// A symbolic link in the catalog leads outside it (or nowhere).
     #[error(transparent)]
     Escape(#[from] olmkit_core::confine::ConfineError),
+    /// A file may not be read: not a regular file (a FIFO), hard-linked, or too large.
+    #[error(transparent)]
+    Input(ReadConfinedError),
     /// A file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -60,6 +75,15 @@ pub enum LoadCatalogError {
         /// What is wrong, in opm's words where opm has some (`parse bundle: ...`).
         message: String,
     },
+}
+
+impl From<ReadConfinedError> for LoadCatalogError {
+    fn from(e: ReadConfinedError) -> Self {
+        match e {
+            ReadConfinedError::Confine(c) => LoadCatalogError::Escape(c),
+            other => LoadCatalogError::Input(other),
+        }
+    }
 }
 
 /// A parsed document could not be turned into a blob. The texts follow opm's where opm has
@@ -101,12 +125,17 @@ pub struct LoadOptions {
     /// the graph instead of to the catalog size. Dropped objects are counted in
     /// [`Bundle::omitted_objects`].
     pub keep_bundle_objects: bool,
+    /// Leave what had to be read leniently (duplicate YAML keys...) in [`Origins::warnings`]
+    /// for the caller to report, instead of reporting it with [`olmkit_core::docs::warn`]
+    /// (for a validator that turns it into findings).
+    pub keep_warnings: bool,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
         Self {
             keep_bundle_objects: true,
+            keep_warnings: false,
         }
     }
 }
@@ -116,6 +145,7 @@ impl LoadOptions {
     pub fn graph_only() -> Self {
         Self {
             keep_bundle_objects: false,
+            keep_warnings: false,
         }
     }
 }
@@ -142,12 +172,16 @@ fn rel_name(root: &Path, p: &Path) -> String {
 /// skipping `.indexignore` files and everything they exclude. Like opm (`fs.WalkDir`), linked
 /// directories are not descended and linked files are read; unlike opm, a link that leads
 /// outside the catalog is an error naming it (its target would end up in the catalog served or
-/// rendered: a credential file, `/etc/passwd`).
+/// rendered: a credential file, `/etc/passwd`), and so is a file that is not a regular file
+/// (a FIFO would block opm forever), one with several hard links (see
+/// [`olmkit_core::confine::HardLinks`]) and a file over [`CATALOG_YAML_FILE`] that is not a
+/// JSON stream: each is opened through the root and checked on its descriptor here, before
+/// any reader (this crate's or the catalog server's) reads it.
 pub fn catalog_files(root: &Path) -> Result<Vec<PathBuf>, LoadCatalogError> {
     if !root.is_dir() {
         return Err(LoadCatalogError::NotADirectory(root.to_path_buf()));
     }
-    let confine = olmkit_core::confine::InputRoot::new(root)?;
+    let confine = InputRoot::new(root)?;
     let walker = ignore::WalkBuilder::new(root)
         .standard_filters(false)
         .parents(false)
@@ -170,25 +204,54 @@ pub fn catalog_files(root: &Path) -> Result<Vec<PathBuf>, LoadCatalogError> {
         if entry.file_name() == INDEX_IGNORE {
             continue;
         }
-        let is_file = if ft.is_symlink() {
-            confine.check(entry.path())?;
-            std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file())
-        } else {
-            ft.is_file()
-        };
-        if is_file {
-            out.push(entry.into_path());
+        if ft.is_dir() || (ft.is_symlink() && confine.inspect(entry.path())?.is_dir()) {
+            continue;
         }
+        let file = confine.open(entry.path())?;
+        if file.len() > CATALOG_YAML_FILE.bytes && !json_stream(&file)? {
+            file.check_size(CATALOG_YAML_FILE)?;
+        }
+        out.push(entry.into_path());
     }
     Ok(out)
 }
 
+/// Whether an opened file starts like a JSON stream (read at its start without moving its
+/// position).
+fn json_stream(file: &InputFile) -> Result<bool, ReadConfinedError> {
+    use std::os::unix::fs::FileExt;
+    let mut prefix = vec![0u8; 64 << 10];
+    let n = file
+        .file()
+        .read_at(&mut prefix, 0)
+        .map_err(|source| ReadConfinedError::Io {
+            path: file.path().to_path_buf(),
+            source,
+        })?;
+    Ok(looks_like_json(&prefix[..n]))
+}
+
 /// Parses one file's bytes into blobs. `name` is used in errors and in [`BlobAt::file`].
+/// Leniencies (duplicate YAML keys...) are reported with [`olmkit_core::docs::warn`].
 pub fn load_bytes(
     name: &str,
     bytes: &[u8],
     opts: &LoadOptions,
 ) -> Result<Vec<BlobAt>, LoadCatalogError> {
+    let (blobs, warnings) = load_bytes_warned(name, bytes, opts)?;
+    warnings.iter().for_each(warn);
+    Ok(blobs)
+}
+
+/// Parsed blobs, and what had to be read leniently.
+type Loaded = (Vec<BlobAt>, Vec<ParseWarning>);
+
+/// [`load_bytes`], returning the warnings.
+fn load_bytes_warned(
+    name: &str,
+    bytes: &[u8],
+    opts: &LoadOptions,
+) -> Result<Loaded, LoadCatalogError> {
     match load_utf8_bytes(name, bytes, opts) {
         // Go's decoders replace each invalid UTF-8 byte with U+FFFD instead of failing. Checked
         // only after a failure, so that valid files (all of a big catalog) are not scanned twice.
@@ -203,12 +266,12 @@ fn load_utf8_bytes(
     name: &str,
     bytes: &[u8],
     opts: &LoadOptions,
-) -> Result<Vec<BlobAt>, LoadCatalogError> {
+) -> Result<Loaded, LoadCatalogError> {
     let from_yaml = !looks_like_json(bytes);
     if !from_yaml && let Some(blobs) = fast_json::load(name, bytes, opts)? {
-        return Ok(blobs);
+        return Ok((blobs, Vec::new()));
     }
-    let docs = parse_documents(name, bytes)?;
+    let (docs, warnings) = parse_documents_lenient(name, bytes)?;
     if docs.is_empty() && from_yaml && !bytes.is_empty() {
         // opm's YAML decoder reads a whitespace- or comment-only file as one empty object.
         return Err(LoadCatalogError::Blob {
@@ -230,20 +293,49 @@ fn load_utf8_bytes(
             blob,
         });
     }
-    Ok(out)
+    Ok((out, warnings))
 }
 
-/// Reads and parses one file; `name` is used in errors.
+/// Reads and parses one file a user named directly (`render FILE`): symlinks followed, as
+/// named, and the descriptor checked ([`olmkit_core::confine::open_named`]); `name` is used in
+/// errors. Files found under a catalog directory are read with [`load_file_in`].
 pub fn load_file(
     path: &Path,
     name: &str,
     opts: &LoadOptions,
 ) -> Result<Vec<BlobAt>, LoadCatalogError> {
-    let bytes = std::fs::read(path).map_err(|source| LoadCatalogError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    load_bytes(name, &bytes, opts)
+    let (blobs, warnings) = read_file(olmkit_core::confine::open_named(path)?, name, opts)?;
+    warnings.iter().for_each(warn);
+    Ok(blobs)
+}
+
+/// Reads and parses the file `path` of the catalog directory `root`, confined to it (see the
+/// module docs); `name` is used in errors.
+pub fn load_file_in(
+    root: &InputRoot,
+    path: &Path,
+    name: &str,
+    opts: &LoadOptions,
+) -> Result<Vec<BlobAt>, LoadCatalogError> {
+    let (blobs, warnings) = read_file(root.open(path)?, name, opts)?;
+    warnings.iter().for_each(warn);
+    Ok(blobs)
+}
+
+/// Parses an opened file: whole when it is at most [`CATALOG_YAML_FILE`], else (only a JSON
+/// stream may be larger) one document at a time.
+fn read_file(file: InputFile, name: &str, opts: &LoadOptions) -> Result<Loaded, LoadCatalogError> {
+    if file.len() > CATALOG_YAML_FILE.bytes {
+        if !json_stream(&file)? {
+            file.check_size(CATALOG_YAML_FILE)?;
+        }
+        return Ok((
+            json_docs::load(&file, name, opts, CATALOG_DOCUMENT)?,
+            Vec::new(),
+        ));
+    }
+    let bytes = file.read_to_end(CATALOG_YAML_FILE)?;
+    load_bytes_warned(name, &bytes, opts)
 }
 
 /// Walks a catalog directory and calls `f` for every blob, file by file in lexical order.
@@ -254,9 +346,10 @@ pub fn walk_dir<E: From<LoadCatalogError>>(
     opts: &LoadOptions,
     mut f: impl FnMut(BlobAt) -> Result<(), E>,
 ) -> Result<(), E> {
+    let confine = InputRoot::new(root).map_err(LoadCatalogError::from)?;
     for path in catalog_files(root)? {
         let name = rel_name(root, &path);
-        for blob in load_file(&path, &name, opts)? {
+        for blob in load_file_in(&confine, &path, &name, opts)? {
             f(blob)?;
         }
     }
@@ -276,14 +369,20 @@ pub fn load_dir_with_files(
     opts: &LoadOptions,
 ) -> Result<(DeclarativeConfig, Origins), LoadCatalogError> {
     let files = catalog_files(root)?;
-    let parsed: Vec<Result<Vec<BlobAt>, LoadCatalogError>> = files
+    let confine = InputRoot::new(root)?;
+    let parsed: Vec<Result<Loaded, LoadCatalogError>> = files
         .par_iter()
-        .map(|path| load_file(path, &rel_name(root, path), opts))
+        .map(|path| read_file(confine.open(path)?, &rel_name(root, path), opts))
         .collect();
     let mut cfg = DeclarativeConfig::default();
     let mut origins = Origins::default();
-    for file_blobs in parsed {
-        for at in file_blobs? {
+    for file in parsed {
+        let (blobs, warnings) = file?;
+        if !opts.keep_warnings {
+            warnings.iter().for_each(warn);
+        }
+        origins.warnings.extend(warnings);
+        for at in blobs {
             let list = match &at.blob {
                 Blob::Package(_) => &mut origins.packages,
                 Blob::Channel(_) => &mut origins.channels,
@@ -311,6 +410,9 @@ pub struct Origins {
     pub deprecations: Vec<String>,
     /// Files of `others[i]`.
     pub others: Vec<String>,
+    /// What had to be read leniently, as Go's decoder reads it (duplicate keys...), each
+    /// naming its file and line.
+    pub warnings: Vec<ParseWarning>,
 }
 
 /// Decodes UTF-8 like Go's `utf8.DecodeRune` loop: every byte that does not start a valid
@@ -948,6 +1050,244 @@ mod fast_json {
     }
 }
 
+/// JSON streams too large to hold whole: read from the descriptor in chunks and cut into
+/// documents by matching braces (strings and escapes honoured, so the cut is exact for valid
+/// JSON), each parsed by the fast path on its own, so memory holds one document (at most
+/// [`CATALOG_DOCUMENT`]) and one chunk. The blobs are those of [`load_bytes`] on the whole
+/// file; errors name the document's byte offset instead of a line.
+mod json_docs {
+    use super::{BlobAt, InputFile, LoadCatalogError, LoadOptions};
+    use olmkit_core::confine::{ReadConfinedError, SizeLimit};
+    use olmkit_core::docs::ParseDocumentError;
+    use std::io::Read;
+
+    const CHUNK: usize = 8 << 20;
+
+    /// Where the scan is: inside a document from `start` (depth, string state) or between.
+    #[derive(Default)]
+    struct Scan {
+        pos: usize,
+        start: Option<usize>,
+        depth: usize,
+        in_str: bool,
+        escaped: bool,
+    }
+
+    enum Step {
+        /// A whole document: `buf[start..end]`.
+        Doc(usize, usize),
+        /// Read more.
+        More,
+        /// Something other than an object or array starts at this index.
+        NotADocument(usize),
+    }
+
+    impl Scan {
+        fn step(&mut self, buf: &[u8]) -> Step {
+            let mut i = self.pos;
+            if self.start.is_none() {
+                while i < buf.len() && buf[i].is_ascii_whitespace() {
+                    i += 1;
+                }
+                self.pos = i;
+                match buf.get(i) {
+                    None => return Step::More,
+                    Some(b'{') | Some(b'[') => {
+                        self.start = Some(i);
+                        self.depth = 0;
+                    }
+                    Some(_) => return Step::NotADocument(i),
+                }
+            }
+            while i < buf.len() {
+                if self.in_str {
+                    if self.escaped {
+                        self.escaped = false;
+                        i += 1;
+                        continue;
+                    }
+                    // Base64 payloads are most of a catalog: jump to the next quote or escape.
+                    match memchr::memchr2(b'"', b'\\', &buf[i..]) {
+                        None => i = buf.len(),
+                        Some(p) => {
+                            i += p;
+                            if buf[i] == b'\\' {
+                                self.escaped = true;
+                            } else {
+                                self.in_str = false;
+                            }
+                            i += 1;
+                        }
+                    }
+                    continue;
+                }
+                match buf[i] {
+                    b'"' => self.in_str = true,
+                    b'{' | b'[' => self.depth += 1,
+                    b'}' | b']' => {
+                        self.depth = self.depth.saturating_sub(1);
+                        if self.depth == 0
+                            && let Some(start) = self.start.take()
+                        {
+                            self.pos = i + 1;
+                            return Step::Doc(start, i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            self.pos = i;
+            Step::More
+        }
+
+        /// The buffer lost its first `by` bytes.
+        fn shift(&mut self, by: usize) {
+            self.pos -= by;
+            if let Some(s) = &mut self.start {
+                *s -= by;
+            }
+        }
+    }
+
+    fn parse_err(name: &str, message: String) -> LoadCatalogError {
+        LoadCatalogError::Parse(ParseDocumentError::new(name, message))
+    }
+
+    /// Loads the JSON stream of `file` document by document, each at most `limit`.
+    pub(super) fn load(
+        file: &InputFile,
+        name: &str,
+        opts: &LoadOptions,
+        limit: SizeLimit,
+    ) -> Result<Vec<BlobAt>, LoadCatalogError> {
+        let max = usize::try_from(limit.bytes).unwrap_or(usize::MAX);
+        let io = |source: std::io::Error| {
+            LoadCatalogError::from(ReadConfinedError::Io {
+                path: file.path().to_path_buf(),
+                source,
+            })
+        };
+        let too_large = |size: usize| {
+            LoadCatalogError::from(ReadConfinedError::TooLarge {
+                path: file.path().to_path_buf(),
+                size: size as u64,
+                limit,
+            })
+        };
+        let mut reader = file.file();
+        let mut buf: Vec<u8> = Vec::new();
+        // The file offset of buf[0].
+        let mut base = 0u64;
+        let mut scan = Scan::default();
+        let mut at_start = true;
+        let mut eof = false;
+        let mut out = Vec::new();
+        loop {
+            match scan.step(&buf) {
+                Step::Doc(start, end) => {
+                    let index = out.len();
+                    let offset = base + start as u64;
+                    if end - start > max {
+                        return Err(too_large(end - start));
+                    }
+                    // The JSON fast path alone: a later document of a stream never falls back to
+                    // YAML (nor does it in the whole-file parse); invalid UTF-8 is replaced as Go
+                    // replaces it.
+                    let doc = &buf[start..end];
+                    let parse = |bytes: &[u8]| super::fast_json::load(name, bytes, opts);
+                    let parsed = match parse(doc) {
+                        Ok(None) | Err(_) if std::str::from_utf8(doc).is_err() => {
+                            parse(super::replace_invalid_utf8(doc).as_bytes())
+                        }
+                        other => other,
+                    };
+                    let blobs = match parsed {
+                        Ok(Some(blobs)) => blobs,
+                        Ok(None) => {
+                            let why = serde_json::from_slice::<serde::de::IgnoredAny>(doc)
+                                .err()
+                                .map(|e| e.to_string())
+                                .unwrap_or_default();
+                            return Err(parse_err(
+                                name,
+                                format!("document {index} at byte {offset}: invalid JSON: {why}"),
+                            ));
+                        }
+                        Err(LoadCatalogError::Blob { message, .. }) => {
+                            return Err(LoadCatalogError::Blob {
+                                file: name.to_string(),
+                                index,
+                                message,
+                            });
+                        }
+                        Err(LoadCatalogError::Parse(p)) => {
+                            return Err(parse_err(
+                                name,
+                                format!("document {index} at byte {offset}: {}", p.message),
+                            ));
+                        }
+                        Err(other) => return Err(other),
+                    };
+                    out.extend(blobs.into_iter().map(|mut at| {
+                        at.index = index;
+                        at
+                    }));
+                }
+                Step::NotADocument(i) => {
+                    return Err(LoadCatalogError::Blob {
+                        file: name.to_string(),
+                        index: out.len(),
+                        message: format!(
+                            "expected a blob (a JSON object) at byte {}",
+                            base + i as u64
+                        ),
+                    });
+                }
+                Step::More if eof => {
+                    return match scan.start {
+                        None => Ok(out),
+                        Some(start) => Err(parse_err(
+                            name,
+                            format!(
+                                "invalid JSON: the file ends inside the document that starts at byte {}",
+                                base + start as u64
+                            ),
+                        )),
+                    };
+                }
+                Step::More => {
+                    // Keep only the document being read (or nothing), then read on.
+                    let keep = scan.start.unwrap_or(scan.pos);
+                    buf.drain(..keep);
+                    base += keep as u64;
+                    scan.shift(keep);
+                    if buf.len() > max {
+                        return Err(too_large(buf.len()));
+                    }
+                    buf.try_reserve(CHUNK).map_err(|_| {
+                        LoadCatalogError::from(ReadConfinedError::OutOfMemory {
+                            path: file.path().to_path_buf(),
+                            size: (buf.len() + CHUNK) as u64,
+                        })
+                    })?;
+                    let n = (&mut reader)
+                        .take(CHUNK as u64)
+                        .read_to_end(&mut buf)
+                        .map_err(io)?;
+                    eof = n == 0;
+                    if at_start {
+                        at_start = false;
+                        if buf.starts_with(b"\xef\xbb\xbf") {
+                            scan.pos = 3;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn sort_property_values(obj: &mut Map<String, Value>) {
     if let Some(Value::Array(props)) = obj.get_mut("properties") {
         for p in props {
@@ -986,6 +1326,8 @@ fn looks_like_base64(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use olmkit_core::confine::SizeLimit;
+    use olmkit_core::docs::parse_documents;
 
     fn fixtures() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../tests/fixtures/fbc-examples")
@@ -1149,6 +1491,123 @@ mod tests {
             bad.to_string()
                 .starts_with("y.json: invalid JSON at line 1"),
             "{bad}"
+        );
+    }
+
+    /// A JSON stream read document by document (as files over [`CATALOG_YAML_FILE`] are)
+    /// gives the blobs of the whole-file parse; a document over the limit, a scalar between
+    /// documents and a truncated end are errors naming the file and the byte.
+    #[test]
+    fn big_json_streams_load_document_by_document() {
+        let dir = fixtures().join("valid/opm-index-declcfgs-latest");
+        let full = load_dir(&dir, &LoadOptions::default()).unwrap();
+        let json = crate::declcfg::render_config(&full, crate::declcfg::WriteFormat::Json).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("catalog.json");
+        let unlimited = SizeLimit {
+            bytes: u64::MAX,
+            what: "x",
+        };
+        let stream = |text: &[u8], opts: &LoadOptions, limit: SizeLimit| {
+            std::fs::write(&path, text).unwrap();
+            let file = olmkit_core::confine::open_named(&path).unwrap();
+            json_docs::load(&file, "catalog.json", opts, limit)
+        };
+        for opts in [LoadOptions::default(), LoadOptions::graph_only()] {
+            let whole = load_bytes("catalog.json", json.as_bytes(), &opts).unwrap();
+            assert!(whole.len() > 3);
+            assert_eq!(stream(json.as_bytes(), &opts, unlimited).unwrap(), whole);
+            let bom = [b"\xef\xbb\xbf".as_slice(), json.as_bytes()].concat();
+            assert_eq!(stream(&bom, &opts, unlimited).unwrap(), whole);
+        }
+        let opts = LoadOptions::default();
+        let biggest = json.split("\n}\n").map(str::len).max().unwrap() as u64;
+        let e = stream(
+            json.as_bytes(),
+            &opts,
+            SizeLimit {
+                bytes: biggest / 2,
+                what: "one catalog document",
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("catalog.json") && e.contains("one catalog document"),
+            "{e}"
+        );
+        let pkg = r#"{"schema":"olm.package","name":"a"}"#;
+        let e = stream(format!("{pkg}\n42\n").as_bytes(), &opts, unlimited)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("catalog.json: document 1: expected a blob") && e.contains("byte 36"),
+            "{e}"
+        );
+        let e = stream(
+            format!("{pkg}\n{{\"schema\": \"x").as_bytes(),
+            &opts,
+            unlimited,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("ends inside the document that starts at byte 36"),
+            "{e}"
+        );
+        let e = stream(
+            format!("{pkg}\n{{\"schema\": x}}").as_bytes(),
+            &opts,
+            unlimited,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("document 1 at byte 36"), "{e}");
+    }
+
+    #[test]
+    fn catalog_files_refuse_what_may_not_be_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("c");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::write(root.join("a.yaml"), "schema: olm.package\nname: a\n").unwrap();
+        // Too large for a YAML file: refused from its size, nothing read.
+        std::fs::File::create(root.join("big.yaml"))
+            .unwrap()
+            .set_len(CATALOG_YAML_FILE.bytes + 1)
+            .unwrap();
+        let e = catalog_files(&root).unwrap_err().to_string();
+        assert!(e.contains("big.yaml") && e.contains("more than the"), "{e}");
+        std::fs::remove_file(root.join("big.yaml")).unwrap();
+        // Another name of a file outside.
+        std::fs::write(tmp.path().join("outside"), "schema: x\n").unwrap();
+        std::fs::hard_link(tmp.path().join("outside"), root.join("b.yaml")).unwrap();
+        let e = catalog_files(&root).unwrap_err().to_string();
+        assert!(e.contains("b.yaml") && e.contains("hard links"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_keys_are_kept_for_a_validator_and_named_with_their_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("c.yaml"),
+            "schema: olm.package\nname: a\ndefaultChannel: stable\ndefaultChannel: alpha\n",
+        )
+        .unwrap();
+        let opts = LoadOptions {
+            keep_warnings: true,
+            ..LoadOptions::graph_only()
+        };
+        let (cfg, origins) = load_dir_with_files(tmp.path(), &opts).unwrap();
+        assert_eq!(cfg.packages[0].default_channel, "alpha");
+        assert_eq!(origins.warnings.len(), 1);
+        assert_eq!(origins.warnings[0].line, Some(4));
+        assert!(
+            origins.warnings[0]
+                .to_string()
+                .starts_with("c.yaml:4: duplicate mapping key \"defaultChannel\""),
+            "{:?}",
+            origins.warnings
         );
     }
 

@@ -9,7 +9,9 @@
 //! back to loading everything.
 
 use super::DeclarativeConfig;
-use super::load::{LoadCatalogError, LoadOptions, catalog_files, load_dir_with_files, load_file};
+use super::load::{
+    LoadCatalogError, LoadOptions, catalog_files, load_dir_with_files, load_file_in,
+};
 use super::write::{WriteFormat, split_by_package, write_config};
 use olmkit_core::docs::RenderDocumentError;
 use rayon::prelude::*;
@@ -121,6 +123,8 @@ pub fn render_dir_streaming<E: From<RenderCatalogDirError>>(
     };
     // Paths as the loader names and orders them.
     let all: Vec<PathBuf> = catalog_files(root).map_err(load_err)?;
+    let confine = olmkit_core::confine::InputRoot::new(root)
+        .map_err(|e| load_err(LoadCatalogError::from(e)))?;
     let index: BTreeMap<String, usize> = all
         .iter()
         .enumerate()
@@ -138,7 +142,7 @@ pub fn render_dir_streaming<E: From<RenderCatalogDirError>>(
         let mut cfg = DeclarativeConfig::default();
         for &i in files {
             let path = &all[i];
-            for at in load_file(path, &rel(root, path), opts)? {
+            for at in load_file_in(&confine, path, &rel(root, path), opts)? {
                 cfg.push(at.blob);
             }
         }
