@@ -198,7 +198,7 @@ fn webhook_service_deployment_and_certificate_are_wired() {
     assert_eq!(conv["strategy"], "Webhook");
     let svc_ref = &conv["webhook"]["clientConfig"]["service"];
     assert_eq!(svc_ref["path"], memcached_api::crd::CONVERSION_PATH);
-    let wiring = memcached_api::ConversionWiring::default();
+    let wiring = memcached_api::crd::wiring();
     assert_eq!(svc_ref["name"], wiring.service_name.as_str());
     assert_eq!(svc_ref["namespace"], wiring.service_namespace.as_str());
     assert_eq!(svc_ref["port"], 443);

@@ -143,7 +143,8 @@ pub enum ParseApiVersionError {
     },
 }
 
-/// Something a conversion noticed but did not fail on; callers log it.
+/// Something a conversion noticed but did not fail on; callers log it (it reaches them as the
+/// message text in [`Converted::warnings`]).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ConversionWarning {
     /// The conversion annotation on a spoke does not parse: the v1-only fields took their
@@ -158,32 +159,37 @@ pub enum ConversionWarning {
     },
 }
 
-/// The result of a conversion and what it noticed on the way.
-#[derive(Clone, Debug)]
-pub struct Converted<T> {
-    /// The converted object.
-    pub object: T,
-    /// Problems that did not stop the conversion.
-    pub warnings: Vec<ConversionWarning>,
-}
+pub use olmkit_runtime::conversion::{ConvertError as ConvertObjectError, Converted};
+use olmkit_runtime::conversion::{Converter, HubAndSpoke, Spoke};
 
-impl<T> Converted<T> {
-    /// A conversion that noticed nothing.
-    pub fn clean(object: T) -> Self {
-        Self {
-            object,
-            warnings: Vec::new(),
-        }
+impl Spoke<crate::v1::Memcached> for crate::v1alpha1::Memcached {
+    fn into_hub(self) -> Converted<crate::v1::Memcached> {
+        v1alpha1_to_v1(self)
     }
-
-    /// Converts the object, keeping the warnings.
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Converted<U> {
-        Converted {
-            object: f(self.object),
-            warnings: self.warnings,
-        }
+    fn from_hub(hub: crate::v1::Memcached) -> Self {
+        v1_to_v1alpha1(hub)
     }
 }
+
+impl Spoke<crate::v1::Memcached> for crate::v1beta1::Memcached {
+    fn into_hub(self) -> Converted<crate::v1::Memcached> {
+        v1beta1_to_v1(self)
+    }
+    fn from_hub(hub: crate::v1::Memcached) -> Self {
+        v1_to_v1beta1(hub)
+    }
+}
+
+/// The served versions of Memcached for the conversion webhook: v1 the hub, v1alpha1 and
+/// v1beta1 its spokes.
+pub fn converter() -> HubAndSpoke<crate::v1::Memcached> {
+    HubAndSpoke::new()
+        .spoke::<crate::v1alpha1::Memcached>()
+        .spoke::<crate::v1beta1::Memcached>()
+}
+
+static CONVERTER: std::sync::LazyLock<HubAndSpoke<crate::v1::Memcached>> =
+    std::sync::LazyLock::new(converter);
 
 /// A Memcached object of any served version.
 // Objects move through here once per conversion; boxing the v1 variant would cost an allocation
@@ -243,7 +249,12 @@ impl AnyMemcached {
     }
 
     fn from_json_as(object: Value, version: Version) -> Result<Self, ConvertObjectError> {
-        let malformed = |source| ConvertObjectError::Malformed { version, source };
+        let malformed = |source| ConvertObjectError::Malformed {
+            group: crate::GROUP.to_string(),
+            version: version.as_str().to_string(),
+            kind: crate::KIND.to_string(),
+            source,
+        };
         Ok(match version {
             Version::V1alpha1 => {
                 AnyMemcached::V1alpha1(serde_json::from_value(object).map_err(malformed)?)
@@ -292,51 +303,18 @@ impl From<crate::v1::Memcached> for AnyMemcached {
     }
 }
 
-/// Why one object could not be converted.
-#[derive(Debug, thiserror::Error)]
-pub enum ConvertObjectError {
-    /// The object is not a JSON object.
-    #[error("object is not a JSON object")]
-    NotAnObject,
-    /// `apiVersion` is missing or not a string.
-    #[error("object has no apiVersion string")]
-    MissingApiVersion,
-    /// `apiVersion` names another group or an unknown version.
-    #[error(transparent)]
-    ApiVersion(#[from] ParseApiVersionError),
-    /// `kind` is not `Memcached`.
-    #[error("kind {found:?} is not Memcached")]
-    WrongKind {
-        /// The kind found (empty when missing).
-        found: String,
-    },
-    /// The object does not fit the schema of its version.
-    #[error("not a valid cache.example.com/{version} Memcached: {source}")]
-    Malformed {
-        /// The version the object claims.
-        version: Version,
-        /// What serde found wrong, with the field.
-        source: serde_json::Error,
-    },
-    /// The converted object could not be encoded (a bug, not bad input).
-    #[error("cannot encode the converted object: {0}")]
-    Encode(serde_json::Error),
-}
-
 /// The served version a raw object claims, checking group and kind.
 pub fn source_version(object: &Value) -> Result<Version, ConvertObjectError> {
+    let text = serde_json::to_string(object).map_err(ConvertObjectError::Encode)?;
     let map = object.as_object().ok_or(ConvertObjectError::NotAnObject)?;
     let api_version = map
         .get("apiVersion")
         .and_then(Value::as_str)
         .ok_or(ConvertObjectError::MissingApiVersion)?;
-    let version = Version::from_api_version(api_version)?;
-    match map.get("kind").and_then(Value::as_str) {
-        Some(crate::KIND) => Ok(version),
-        other => Err(ConvertObjectError::WrongKind {
-            found: other.unwrap_or_default().to_string(),
-        }),
-    }
+    CONVERTER.check_api_version(api_version)?;
+    // Converting to its own version checks the kind and returns the text untouched.
+    CONVERTER.convert_str(&text, api_version)?;
+    Version::from_api_version(api_version).map_err(|_| ConvertObjectError::NotAnObject)
 }
 
 /// Converts one raw object, as found in a ConversionReview, to `target`.
@@ -346,75 +324,24 @@ pub fn convert_json(
     object: Value,
     target: Version,
 ) -> Result<Converted<Value>, ConvertObjectError> {
-    let source = source_version(&object)?;
-    if source == target {
+    let text = serde_json::to_string(&object).map_err(ConvertObjectError::Encode)?;
+    let converted = CONVERTER.convert_str(&text, target.api_version())?;
+    if matches!(converted.object, std::borrow::Cow::Borrowed(_)) {
         return Ok(Converted::clean(object));
     }
-    let converted = AnyMemcached::from_json_as(object, source)?.convert(target);
+    let value = serde_json::from_str(&converted.object).map_err(ConvertObjectError::Encode)?;
     Ok(Converted {
-        object: converted.object.to_json()?,
+        object: value,
         warnings: converted.warnings,
     })
 }
 
-/// The fields that say what an object is, read without building the rest.
-#[derive(serde::Deserialize)]
-struct Head<'a> {
-    #[serde(rename = "apiVersion", default, borrow)]
-    api_version: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    kind: Option<std::borrow::Cow<'a, str>>,
-}
-
-/// Converts one object given as JSON text to `target`, returning JSON text.
-///
-/// The same conversion as [`convert_json`] without the intermediate `serde_json::Value`s (about
-/// twice as fast); an object already in `target` comes back as the same text.
+/// Converts one object given as JSON text to `target`, returning JSON text: the webhook's path
+/// (`olmkit_runtime::conversion::HubAndSpoke` over [`converter`]); an object already in `target`
+/// comes back as the same text.
 pub fn convert_json_str(
     object: &str,
     target: Version,
 ) -> Result<Converted<std::borrow::Cow<'_, str>>, ConvertObjectError> {
-    use std::borrow::Cow;
-    let head: Head<'_> = match serde_json::from_str(object) {
-        Ok(head) => head,
-        // Not an object, or apiVersion/kind of the wrong type: let the Value path say which.
-        Err(_) => {
-            let value: Value =
-                serde_json::from_str(object).map_err(|_| ConvertObjectError::NotAnObject)?;
-            source_version(&value)?;
-            return Err(ConvertObjectError::NotAnObject);
-        }
-    };
-    let api_version = head
-        .api_version
-        .ok_or(ConvertObjectError::MissingApiVersion)?;
-    let source = Version::from_api_version(&api_version)?;
-    match head.kind.as_deref() {
-        Some(crate::KIND) => {}
-        other => {
-            return Err(ConvertObjectError::WrongKind {
-                found: other.unwrap_or_default().to_string(),
-            });
-        }
-    }
-    if source == target {
-        return Ok(Converted::clean(Cow::Borrowed(object)));
-    }
-    let malformed = |source_error| ConvertObjectError::Malformed {
-        version: source,
-        source: source_error,
-    };
-    let any = match source {
-        Version::V1alpha1 => {
-            AnyMemcached::V1alpha1(serde_json::from_str(object).map_err(malformed)?)
-        }
-        Version::V1beta1 => AnyMemcached::V1beta1(serde_json::from_str(object).map_err(malformed)?),
-        Version::V1 => AnyMemcached::V1(serde_json::from_str(object).map_err(malformed)?),
-    };
-    let converted = any.convert(target);
-    let text = serde_json::to_string(&converted.object).map_err(ConvertObjectError::Encode)?;
-    Ok(Converted {
-        object: Cow::Owned(text),
-        warnings: converted.warnings,
-    })
+    CONVERTER.convert_str(object, target.api_version())
 }

@@ -5,43 +5,18 @@
 //! out of the plain [`crd()`] because OLM injects its own (with its own CA bundle) for CRDs listed
 //! in a CSV's `conversionCRDs`, and kustomize adds it for non-OLM installs.
 
-use k8s_openapi::ByteString;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig,
-    WebhookConversion,
-};
-use kube::core::crd::{CustomResourceExt, merge_crds};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::core::crd::CustomResourceExt;
+pub use olmkit_runtime::crd::{CONVERSION_PATH, ConversionWiring, WEBHOOK_PORT};
 
-/// Where the API server sends ConversionReviews for this CRD.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConversionWiring {
-    /// Name of the Service in front of the operator's webhook port.
-    pub service_name: String,
-    /// Namespace of that Service.
-    pub service_namespace: String,
-    /// HTTP path of the conversion endpoint.
-    pub path: String,
-    /// Service port.
-    pub port: i32,
-    /// PEM CA bundle the API server trusts for the webhook, if known.
-    pub ca_bundle: Option<Vec<u8>>,
-}
+/// The operator's project name: its webhook Service and namespace follow kubebuilder's naming
+/// from it (see [`wiring`]).
+pub const PROJECT: &str = "memcached-operator";
 
-/// Path the operator serves ConversionReviews on.
-pub const CONVERSION_PATH: &str = "/convert";
-/// Container port of the conversion webhook (the kubebuilder and OLM convention).
-pub const WEBHOOK_PORT: i32 = 9443;
-
-impl Default for ConversionWiring {
-    fn default() -> Self {
-        Self {
-            service_name: "memcached-operator-webhook-service".into(),
-            service_namespace: "memcached-operator-system".into(),
-            path: CONVERSION_PATH.into(),
-            port: 443,
-            ca_bundle: None,
-        }
-    }
+/// Where the API server sends ConversionReviews: kubebuilder's Service and namespace of the
+/// project, port 443, path [`CONVERSION_PATH`].
+pub fn wiring() -> ConversionWiring {
+    ConversionWiring::for_project(PROJECT)
 }
 
 /// The merged CRD with every served version, v1 as storage, and no conversion stanza.
@@ -51,43 +26,17 @@ pub fn crd() -> CustomResourceDefinition {
         crate::v1beta1::Memcached::crd(),
         crate::v1::Memcached::crd(),
     ];
-    let mut merged = match merge_crds(parts, crate::STORAGE_VERSION) {
+    match olmkit_runtime::crd::merge(parts, crate::STORAGE_VERSION, &crate::SERVED_VERSIONS) {
         Ok(crd) => crd,
         // The inputs are compile-time constants of this crate, so a merge failure is a bug in
         // the type definitions that the crate's own tests catch.
         Err(e) => unreachable!("memcached CRD versions do not merge: {e}"),
-    };
-    // Order versions oldest first, as controller-gen does, so generated YAML is stable and reads
-    // naturally.
-    merged.spec.versions.sort_by_key(|v| {
-        crate::SERVED_VERSIONS
-            .iter()
-            .position(|s| *s == v.name)
-            .unwrap_or(usize::MAX)
-    });
-    merged
+    }
 }
 
 /// The merged CRD with a webhook conversion stanza pointing at `wiring`.
 pub fn crd_with_conversion(wiring: &ConversionWiring) -> CustomResourceDefinition {
-    let mut crd = crd();
-    crd.spec.conversion = Some(CustomResourceConversion {
-        strategy: "Webhook".into(),
-        webhook: Some(WebhookConversion {
-            conversion_review_versions: vec!["v1".into()],
-            client_config: Some(WebhookClientConfig {
-                service: Some(ServiceReference {
-                    name: wiring.service_name.clone(),
-                    namespace: wiring.service_namespace.clone(),
-                    path: Some(wiring.path.clone()),
-                    port: Some(wiring.port),
-                }),
-                ca_bundle: wiring.ca_bundle.clone().map(ByteString),
-                url: None,
-            }),
-        }),
-    });
-    crd
+    olmkit_runtime::crd::with_webhook_conversion(crd(), wiring)
 }
 
 #[cfg(test)]
@@ -116,7 +65,7 @@ mod tests {
 
     #[test]
     fn conversion_stanza_points_at_service() {
-        let crd = crd_with_conversion(&ConversionWiring::default());
+        let crd = crd_with_conversion(&wiring());
         let conv = crd.spec.conversion.expect("conversion");
         assert_eq!(conv.strategy, "Webhook");
         let svc = conv

@@ -38,7 +38,7 @@ pub struct Certs {
 }
 
 pub fn make_certs() -> Certs {
-    let wiring = memcached_api::ConversionWiring::default();
+    let wiring = memcached_api::crd::wiring();
     let ca_key = KeyPair::generate().unwrap();
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -137,7 +137,7 @@ impl Env {
         let webhook_port = free_port();
         let wiring = memcached_api::ConversionWiring {
             ca_bundle: Some(certs.ca_pem.clone().into_bytes()),
-            ..Default::default()
+            ..memcached_api::crd::wiring()
         };
         let crd = serde_json::to_value(memcached_api::crd_with_conversion(&wiring)).unwrap();
         let mut all_ns: Vec<String> = namespaces.iter().map(|s| s.to_string()).collect();

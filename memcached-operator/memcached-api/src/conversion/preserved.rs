@@ -103,65 +103,35 @@ impl Preserved {
     }
 }
 
+impl olmkit_runtime::conversion::preserved::Kept for Preserved {
+    fn is_empty(&self) -> bool {
+        !self.holds_fields()
+    }
+    fn hub_annotation(&mut self) -> &mut Option<String> {
+        &mut self.annotation
+    }
+}
+
 /// Removes the conversion annotation from `metadata`, dropping the map if it becomes empty.
 pub(crate) fn take_annotation(metadata: &mut ObjectMeta) -> Option<String> {
-    let annotations = metadata.annotations.as_mut()?;
-    let value = annotations.remove(CONVERSION_ANNOTATION);
-    if annotations.is_empty() {
-        metadata.annotations = None;
-    }
-    value
+    olmkit_runtime::conversion::preserved::take_annotation(metadata, CONVERSION_ANNOTATION)
 }
 
-fn put_annotation(metadata: &mut ObjectMeta, value: String) {
-    metadata
-        .annotations
-        .get_or_insert_with(Default::default)
-        .insert(CONVERSION_ANNOTATION.to_string(), value);
+/// Writes the annotation of a spoke converted from v1 (the runtime's scheme, see
+/// `olmkit_runtime::conversion::preserved`): `hub_annotation` is the conversion annotation the
+/// v1 object carried, if any, wrapped in the payload so the way up can put it back as is.
+pub(crate) fn store(metadata: &mut ObjectMeta, kept: Preserved, hub_annotation: Option<String>) {
+    olmkit_runtime::conversion::preserved::store(
+        metadata,
+        CONVERSION_ANNOTATION,
+        kept,
+        hub_annotation,
+    );
 }
 
-/// Parses an annotation value as our payload.
-pub(crate) fn parse(value: &str) -> Result<Preserved, serde_json::Error> {
-    serde_json::from_str(value)
-}
-
-/// Writes the annotation of a spoke converted from v1.
-///
-/// `hub_annotation` is the conversion annotation the v1 object carried, if any; it is wrapped in
-/// the payload (never written bare) so the way up can tell it from ours and put it back as is.
-pub(crate) fn store(
-    metadata: &mut ObjectMeta,
-    mut kept: Preserved,
-    hub_annotation: Option<String>,
-) {
-    kept.annotation = hub_annotation;
-    if !kept.holds_fields() && kept.annotation.is_none() {
-        return;
-    }
-    // Serialising these plain structs cannot fail: every map has string keys.
-    if let Ok(text) = serde_json::to_string(&kept) {
-        put_annotation(metadata, text);
-    }
-}
-
-/// Reads and removes the annotation of a spoke on its way to v1.
-///
-/// Returns the payload (empty when absent or unreadable) and, when the value does not parse,
-/// the parse error; the unreadable value is put back verbatim for the v1 object to keep.
+/// Reads and removes the annotation of a spoke on its way to v1: the payload (empty when absent
+/// or unreadable) and, when the value does not parse, the parse error; the unreadable value is
+/// put back verbatim for the v1 object to keep.
 pub(crate) fn restore(metadata: &mut ObjectMeta) -> (Preserved, Option<serde_json::Error>) {
-    let Some(value) = take_annotation(metadata) else {
-        return (Preserved::default(), None);
-    };
-    match parse(&value) {
-        Ok(mut kept) => {
-            if let Some(original) = kept.annotation.take() {
-                put_annotation(metadata, original);
-            }
-            (kept, None)
-        }
-        Err(e) => {
-            put_annotation(metadata, value);
-            (Preserved::default(), Some(e))
-        }
-    }
+    olmkit_runtime::conversion::preserved::restore(metadata, CONVERSION_ANNOTATION)
 }

@@ -164,8 +164,11 @@ fn join_hub(
         );
     }
     let warnings = error
-        .map(|e| ConversionWarning::UnreadableAnnotation {
-            reason: e.to_string(),
+        .map(|e| {
+            ConversionWarning::UnreadableAnnotation {
+                reason: e.to_string(),
+            }
+            .to_string()
         })
         .into_iter()
         .collect();

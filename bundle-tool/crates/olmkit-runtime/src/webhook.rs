@@ -1,0 +1,550 @@
+//! The HTTPS conversion webhook server of an operator's CRDs.
+//!
+//! Owns the webhook's command-line flags ([`WebhookArgs`]), its readiness signal
+//! ([`WebhookReadiness`]), the server ([`serve`]) and the `operator webhook` entry point
+//! ([`main`]).
+//!
+//! Contract with the rest of the operator:
+//! - [`WebhookArgs`]: clap flags, flattened into `operator run` and used by `operator webhook`.
+//!   Every flag is prefixed `--webhook-` (or is `--disable-webhook`) so it cannot collide with the
+//!   controller's own flags.
+//! - [`serve`]: the server, spawned by `operator run`. It waits for the serving certificate
+//!   without failing (OLM may mount it after the pod starts), reloads it when it changes and
+//!   returns when `shutdown` is cancelled.
+//! - [`WebhookReadiness`]: tells `/readyz` whether a certificate is loaded and the server is
+//!   serving, with a reason when it is not.
+//!
+//! # Memory budget
+//!
+//! The manager container is limited to 128 MiB (`config/manager/manager.yaml`) and runs the
+//! controller too, so the webhook's memory is bounded by [`admission`]:
+//! `--webhook-max-concurrent-requests` reviews at once (default
+//! [`DEFAULT_MAX_CONCURRENT_REQUESTS`]) holding at most `--webhook-max-inflight-bytes` of
+//! request bodies (default [`DEFAULT_MAX_INFLIGHT_BYTES`], 6 MiB; never below
+//! `--webhook-max-request-bytes`). Converting a review takes about 5.5 times its size at its
+//! peak (body, parsed objects, converted objects, answer; measured: one 2 MiB review of 14,000
+//! objects raises the peak RSS by 11 MiB), so at the defaults the webhook needs at most about
+//! 33 MiB above the process' idle RSS (13 MiB release, 21 MiB debug build), plus per-connection
+//! buffers bounded by the HTTP settings below (HTTP/2 windows of 256 KiB per stream and 1 MiB
+//! per connection, HTTP/1.1 read buffers of at most [`HYPER_MAX_BUF_SIZE`]). The stated budget
+//! is [`MEMORY_BUDGET_BYTES`]: 64 MiB for the whole process, half the manager's limit. The load
+//! test `tests/e2e/conversion_webhook_load.rs` checks it with 48 concurrent 2 MiB reviews
+//! (without the budgets, 24 of them took the process to 214 MiB). Requests beyond the budgets
+//! get `429 Too Many Requests` with `Retry-After` and a Status body; the API server retries
+//! those.
+
+pub mod admission;
+pub mod certs;
+pub mod pool;
+pub mod review;
+pub mod server;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use olmkit_core::duration::parse_duration;
+use tokio_util::sync::CancellationToken;
+
+/// Where OLM mounts the serving certificate it generates for webhooks (controller-runtime's
+/// default directory), as `tls.crt`/`tls.key`.
+pub const OLM_WEBHOOK_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
+/// Where OLM mounts the same certificate for API services, as `apiserver.crt`/`apiserver.key`.
+pub const OLM_APISERVICE_CERT_DIR: &str = "/apiserver.local.config/certificates";
+/// The API server's own limit on a request body (3 MiB); a ConversionReview it sends is never
+/// larger.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 3 * 1024 * 1024;
+/// Reviews handled at once by default.
+pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 16;
+/// Request body bytes held at once by default: two reviews of the API server's largest size.
+pub const DEFAULT_MAX_INFLIGHT_BYTES: usize = 6 * 1024 * 1024;
+/// The webhook's stated peak memory (the whole `operator webhook` process, RSS) at the default
+/// limits, whatever the load: half the manager's 128 MiB, leaving the rest to the controller.
+pub const MEMORY_BUDGET_BYTES: usize = 64 * 1024 * 1024;
+/// hyper's ceiling on HTTP/1.1 request headers; between [`server::MAX_HEADERS`] and this, the
+/// 431 comes from our route with a reason, beyond it from hyper with none.
+pub const HYPER_MAX_HEADERS: usize = 256;
+/// hyper's ceiling on an HTTP/1.1 connection's read buffer (headers must fit in it).
+pub const HYPER_MAX_BUF_SIZE: usize = 128 * 1024;
+/// HTTP/2 header list ceiling (above [`server::MAX_HEADER_BYTES`] for the same reason).
+const H2_MAX_HEADER_LIST: u32 = 64 * 1024;
+/// HTTP/2 receive windows: what a client can push before the webhook reads it.
+const H2_STREAM_WINDOW: u32 = 256 * 1024;
+const H2_CONNECTION_WINDOW: u32 = 1024 * 1024;
+/// HTTP/2 streams per connection.
+const H2_MAX_STREAMS: u32 = 64;
+
+/// The connection limits of an HTTPS listener of the operator (the webhook's, and the secure
+/// metrics endpoint's, which any pod reaching its Service can open): how long a client may take
+/// to send its headers, how many and how large they may be, HTTP/2 windows and streams.
+pub(crate) fn limit_connections(
+    builder: &mut hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
+    header_read_timeout: Duration,
+) {
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(header_read_timeout)
+        .max_headers(HYPER_MAX_HEADERS)
+        .max_buf_size(HYPER_MAX_BUF_SIZE);
+    builder
+        .http2()
+        .max_header_list_size(H2_MAX_HEADER_LIST)
+        .initial_stream_window_size(H2_STREAM_WINDOW)
+        .initial_connection_window_size(H2_CONNECTION_WINDOW)
+        .max_concurrent_streams(H2_MAX_STREAMS);
+}
+
+/// Flags of the conversion webhook server.
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct WebhookArgs {
+    /// Do not serve the conversion webhook (for clusters that run it elsewhere, or local runs
+    /// where the CRD uses no conversion webhook).
+    #[arg(long, env = "DISABLE_WEBHOOK", default_value_t = false)]
+    pub disable_webhook: bool,
+
+    /// Address the webhook listens on.
+    #[arg(long, env = "WEBHOOK_BIND_ADDRESS", default_value_t = IpAddr::V4(Ipv4Addr::UNSPECIFIED))]
+    pub webhook_bind_address: IpAddr,
+
+    /// HTTPS port of the webhook (`/convert`, `/healthz`, `/readyz`). 0 picks a free port.
+    #[arg(long, env = "WEBHOOK_PORT", default_value_t = 9443)]
+    pub webhook_port: u16,
+
+    /// Directory holding the serving certificate and key. Default: the first of
+    /// /tmp/k8s-webhook-server/serving-certs/tls.{crt,key} and
+    /// /apiserver.local.config/certificates/apiserver.{crt,key} that exists (both are where OLM
+    /// mounts the certificate it generates).
+    #[arg(long, env = "WEBHOOK_CERT_PATH")]
+    pub webhook_cert_path: Option<PathBuf>,
+
+    /// File name of the PEM certificate chain inside --webhook-cert-path.
+    #[arg(long, env = "WEBHOOK_CERT_NAME", default_value = "tls.crt")]
+    pub webhook_cert_name: String,
+
+    /// File name of the PEM private key inside --webhook-cert-path.
+    #[arg(long, env = "WEBHOOK_CERT_KEY", default_value = "tls.key")]
+    pub webhook_cert_key: String,
+
+    /// How often the certificate files are checked for changes (rotation) or for first
+    /// appearance, e.g. `5s`, `500ms`.
+    #[arg(long, env = "WEBHOOK_CERT_POLL_INTERVAL", default_value = "5s", value_parser = parse_duration)]
+    pub webhook_cert_poll_interval: Duration,
+
+    /// Largest accepted request body in bytes; larger requests get 413.
+    #[arg(long, env = "WEBHOOK_MAX_REQUEST_BYTES", default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
+    pub webhook_max_request_bytes: usize,
+
+    /// Reviews handled at once; more are answered 429 Too Many Requests with Retry-After (the
+    /// API server retries them). Bounds the webhook's memory with --webhook-max-inflight-bytes.
+    #[arg(long, env = "WEBHOOK_MAX_CONCURRENT_REQUESTS", default_value_t = DEFAULT_MAX_CONCURRENT_REQUESTS)]
+    pub webhook_max_concurrent_requests: usize,
+
+    /// Request body bytes held at once by the reviews being handled (never less than
+    /// --webhook-max-request-bytes); more are answered 429 with Retry-After. Peak memory is
+    /// about 3.5 times this above the idle process.
+    #[arg(long, env = "WEBHOOK_MAX_INFLIGHT_BYTES", default_value_t = DEFAULT_MAX_INFLIGHT_BYTES)]
+    pub webhook_max_inflight_bytes: usize,
+
+    /// Longest time one request may take: reading its headers, and from its body to the
+    /// response, e.g. `10s`.
+    #[arg(long, env = "WEBHOOK_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub webhook_request_timeout: Duration,
+
+    /// Also serve GET /healthz and /readyz over plain HTTP on this port (for kubelet probes
+    /// when `operator webhook` runs on its own; `operator run` has its own health port).
+    #[arg(long, env = "WEBHOOK_HEALTH_PORT")]
+    pub webhook_health_port: Option<u16>,
+}
+
+impl Default for WebhookArgs {
+    fn default() -> Self {
+        Self {
+            disable_webhook: false,
+            webhook_bind_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            webhook_port: 9443,
+            webhook_cert_path: None,
+            webhook_cert_name: "tls.crt".into(),
+            webhook_cert_key: "tls.key".into(),
+            webhook_cert_poll_interval: Duration::from_secs(5),
+            webhook_max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            webhook_max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
+            webhook_max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,
+            webhook_request_timeout: Duration::from_secs(10),
+            webhook_health_port: None,
+        }
+    }
+}
+
+impl WebhookArgs {
+    /// The socket address the server binds.
+    pub fn socket_addr(&self) -> SocketAddr {
+        SocketAddr::new(self.webhook_bind_address, self.webhook_port)
+    }
+}
+
+/// Whether the webhook can answer ConversionReviews, shared between the server and the health
+/// endpoints. Cloning shares the state.
+#[derive(Clone, Debug, Default)]
+pub struct WebhookReadiness {
+    inner: Arc<Mutex<ReadinessState>>,
+}
+
+#[derive(Debug)]
+struct ReadinessState {
+    ready: bool,
+    reason: String,
+}
+
+impl Default for ReadinessState {
+    fn default() -> Self {
+        Self {
+            ready: false,
+            reason: "webhook server not started".into(),
+        }
+    }
+}
+
+impl WebhookReadiness {
+    /// A readiness signal in the not-ready state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// True once a certificate is loaded and the listener accepts connections (or the webhook is
+    /// disabled).
+    pub fn is_ready(&self) -> bool {
+        self.lock().ready
+    }
+
+    /// Why the webhook is (not) ready, for `/readyz` output and logs.
+    pub fn reason(&self) -> String {
+        self.lock().reason.clone()
+    }
+
+    /// Both at once, consistently.
+    pub fn status(&self) -> (bool, String) {
+        let state = self.lock();
+        (state.ready, state.reason.clone())
+    }
+
+    pub(crate) fn set(&self, ready: bool, reason: impl Into<String>) {
+        let mut state = self.lock();
+        state.ready = ready;
+        state.reason = reason.into();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ReadinessState> {
+        // A panic while holding this lock cannot leave the two plain fields inconsistent.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Why the webhook server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeWebhookError {
+    /// A listening socket could not be opened (port in use, address not local, no permission).
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The TLS configuration could not be built.
+    #[error("cannot configure TLS: {0}")]
+    Tls(#[from] rustls::Error),
+    /// The server failed while running.
+    #[error("webhook server on {addr} failed: {source}")]
+    Serve {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// How long in-flight requests may take to finish after shutdown is requested.
+const GRACEFUL_SHUTDOWN: Duration = Duration::from_secs(5);
+
+fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, ServeWebhookError> {
+    let listener = std::net::TcpListener::bind(addr)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|source| ServeWebhookError::Bind { addr, source })?;
+    Ok(listener)
+}
+
+/// Serves the conversion webhook until `shutdown` is cancelled.
+///
+/// Binds the port at once (a port conflict is reported immediately), then waits for the serving
+/// certificate without failing: until it loads, TLS handshakes are refused and `readiness` says
+/// what is missing. The certificate files are re-read every `--webhook-cert-poll-interval` and a
+/// changed certificate is served from the next handshake on. With `--disable-webhook` it marks
+/// itself ready and returns at once.
+pub async fn serve(
+    args: WebhookArgs,
+    converters: Vec<Arc<dyn crate::conversion::Converter>>,
+    readiness: WebhookReadiness,
+    shutdown: CancellationToken,
+) -> Result<(), ServeWebhookError> {
+    if args.disable_webhook {
+        readiness.set(true, "conversion webhook disabled (--disable-webhook)");
+        tracing::info!("conversion webhook disabled");
+        return Ok(());
+    }
+    let addr = args.socket_addr();
+    let listener = bind(addr)?;
+    let local = listener.local_addr().unwrap_or(addr);
+
+    // The provider is chosen here, not taken from the process default, so `serve` works the same
+    // in any host process and never picks up aws-lc-rs.
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let resolver = Arc::new(certs::ReloadableCert::default());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_cert_resolver(resolver.clone());
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let tls = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(tls));
+
+    let stop = shutdown.child_token();
+    // The first look at the certificate happens before anything answers, so neither /readyz nor
+    // a handshake ever sees a state older than the files on disk.
+    let mut cert_watcher = CertWatcher {
+        candidates: certs::candidates(&args),
+        resolver,
+        provider,
+        readiness: readiness.clone(),
+        local,
+        serving: None,
+        last_problem: None,
+    };
+    cert_watcher.check().await;
+    let health = match args.webhook_health_port {
+        Some(port) => {
+            let health_addr = SocketAddr::new(args.webhook_bind_address, port);
+            let listener =
+                tokio::net::TcpListener::from_std(bind(health_addr)?).map_err(|source| {
+                    ServeWebhookError::Bind {
+                        addr: health_addr,
+                        source,
+                    }
+                })?;
+            let bound = listener.local_addr().unwrap_or(health_addr);
+            let app = server::health_router::<()>(readiness.clone());
+            let stop = stop.clone();
+            tracing::info!("webhook health probes on http://{bound}/readyz");
+            Some(tokio::spawn(async move {
+                let served = axum::serve(listener, app)
+                    .with_graceful_shutdown(stop.cancelled_owned())
+                    .await;
+                if let Err(e) = served {
+                    tracing::error!("webhook health server failed: {e}");
+                }
+            }))
+        }
+        None => None,
+    };
+
+    let handle = axum_server::Handle::new();
+    let mut https = axum_server::tls_rustls::from_tcp_rustls(listener, tls)
+        .map_err(|source| ServeWebhookError::Bind { addr, source })?
+        .handle(handle.clone());
+    limit_connections(https.http_builder(), args.webhook_request_timeout);
+
+    let watcher = tokio::spawn(cert_watcher.run(args.webhook_cert_poll_interval, stop.clone()));
+    let stopper = tokio::spawn({
+        let stop = stop.clone();
+        let handle = handle.clone();
+        async move {
+            stop.cancelled().await;
+            handle.graceful_shutdown(Some(GRACEFUL_SHUTDOWN));
+        }
+    });
+
+    tracing::info!(
+        "conversion webhook listening on https://{local}{}",
+        crate::crd::CONVERSION_PATH
+    );
+    let app = server::router(
+        server::Limits {
+            max_request_bytes: args.webhook_max_request_bytes,
+            request_timeout: args.webhook_request_timeout,
+            max_concurrent_requests: args.webhook_max_concurrent_requests,
+            max_inflight_bytes: args.webhook_max_inflight_bytes,
+        },
+        converters,
+        readiness.clone(),
+    );
+    let served = https.serve(app.into_make_service()).await;
+
+    readiness.set(false, "conversion webhook stopped");
+    stop.cancel();
+    let _ = watcher.await;
+    let _ = stopper.await;
+    if let Some(health) = health {
+        let _ = health.await;
+    }
+    served.map_err(|source| ServeWebhookError::Serve {
+        addr: local,
+        source,
+    })
+}
+
+/// Polls the certificate files and keeps the served certificate and readiness current.
+struct CertWatcher {
+    candidates: Vec<certs::CertFiles>,
+    resolver: Arc<certs::ReloadableCert>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    readiness: WebhookReadiness,
+    local: SocketAddr,
+    serving: Option<certs::CertBytes>,
+    last_problem: Option<String>,
+}
+
+impl CertWatcher {
+    /// Loads the certificate if it appeared or changed; logs a problem once per change.
+    async fn check(&mut self) {
+        let problem = match certs::read_first(&self.candidates).await {
+            Ok(bytes) if self.serving.as_ref() == Some(&bytes) => None,
+            Ok(bytes) => match certs::parse(&bytes, &self.provider) {
+                Ok(loaded) => {
+                    self.resolver.set(loaded.key);
+                    let path = bytes.files.cert.display().to_string();
+                    tracing::info!(
+                        cert = %path,
+                        sha256 = %loaded.fingerprint,
+                        "{} serving certificate",
+                        if self.serving.is_some() { "reloaded" } else { "loaded" }
+                    );
+                    self.readiness.set(
+                        true,
+                        format!(
+                            "serving on {} with the certificate from {path} (sha256 {})",
+                            self.local, loaded.fingerprint
+                        ),
+                    );
+                    self.serving = Some(bytes);
+                    None
+                }
+                Err(e) => Some(e.to_string()),
+            },
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(problem) = &problem
+            && self.last_problem.as_ref() != Some(problem)
+        {
+            if self.resolver.is_loaded() {
+                tracing::warn!("keeping the current serving certificate: {problem}");
+            } else {
+                tracing::warn!("conversion webhook not ready: {problem}");
+                self.readiness.set(false, problem.clone());
+            }
+        }
+        self.last_problem = problem;
+    }
+
+    async fn run(mut self, interval: Duration, stop: CancellationToken) {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(interval) => {}
+            }
+            self.check().await;
+        }
+    }
+}
+
+/// Logging for `operator webhook`: human-readable lines on stderr, or JSON lines with
+/// `LOG_FORMAT=json`; the level comes from `RUST_LOG` (default `info`).
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
+    // A subscriber may already be installed by a host process; keep it.
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
+/// Resolves when the process receives SIGTERM or SIGINT.
+async fn termination() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!("cannot watch SIGTERM ({e}); stopping on SIGINT only");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Runs only the webhook server until SIGTERM or SIGINT. Exit codes: 0 after a clean shutdown, 1
+/// for configuration problems (port in use, webhook disabled), 2 for unexpected failures.
+pub fn main(args: WebhookArgs, converters: Vec<Arc<dyn crate::conversion::Converter>>) -> ExitCode {
+    init_logging();
+    if args.disable_webhook {
+        eprintln!("error: `operator webhook` has nothing to serve with --disable-webhook");
+        eprintln!("hint: drop --disable-webhook (or unset DISABLE_WEBHOOK)");
+        return ExitCode::from(1);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(async move {
+        let shutdown = CancellationToken::new();
+        tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move {
+                termination().await;
+                tracing::info!("shutting down");
+                shutdown.cancel();
+            }
+        });
+        match serve(args, converters, WebhookReadiness::new(), shutdown).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e @ ServeWebhookError::Bind { .. }) => {
+                eprintln!("error: {e}");
+                eprintln!(
+                    "hint: choose another port with --webhook-port, or stop the process using it"
+                );
+                ExitCode::from(1)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod http_tests;
