@@ -541,3 +541,167 @@ fn release_refuses_objects_larger_than_etcd_stores() {
     refused_naming(limited(&p, 2, &release), &["huge.yaml", "more than the"]);
     assert!(!p.join("bundle").exists() && !p.join("catalog").exists());
 }
+
+/// A catalog whose bundle has one `olm.bundle.object` read from `objects/cm.yaml` (a `ref`;
+/// `.indexignore` keeps the walk from taking the object for a catalog file).
+fn catalog_with_a_ref(dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir.join("objects")).unwrap();
+    std::fs::write(dir.join(".indexignore"), "objects/\n").unwrap();
+    std::fs::write(
+        dir.join("catalog.json"),
+        r#"{"schema":"olm.package","name":"p","defaultChannel":"c"}
+{"schema":"olm.channel","name":"c","package":"p","entries":[{"name":"p.v1.0.0"}]}
+{"schema":"olm.bundle","name":"p.v1.0.0","package":"p","image":"example.com/p:v1","properties":[
+ {"type":"olm.package","value":{"packageName":"p","version":"1.0.0"}},
+ {"type":"olm.bundle.object","value":{"ref":"objects/cm.yaml"}}]}
+"#,
+    )
+    .unwrap();
+    let object = dir.join("objects/cm.yaml");
+    std::fs::write(
+        &object,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inside\n",
+    )
+    .unwrap();
+    object
+}
+
+#[test]
+fn the_catalog_servers_index_reads_files_through_the_catalog_root() {
+    // `catalog index` builds the index `serve` and `catalog-server` build at startup; it reads
+    // the file an `olm.bundle.object` `ref` names the way every reader reads input: a link out
+    // of the catalog, a FIFO, a hard link and a file over the manifest limit are refused,
+    // naming the file, without blocking, leaking or aborting (a 2 GiB address-space limit).
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path();
+    let secret = work.join("config.json");
+    std::fs::write(
+        &secret,
+        format!("{{\"auths\": {{\"quay.io\": {{\"auth\": \"{SECRET}\"}}}}}}"),
+    )
+    .unwrap();
+    let cat = work.join("catalog");
+    catalog_with_a_ref(&cat);
+    let (code, out, err) = tool(work, &["catalog", "index", "catalog", "-o", "index"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    std::fs::remove_file(work.join("index")).unwrap();
+    type Attack = fn(&Path, &Path);
+    let attacks: [(&str, Attack); 4] = [
+        ("outside", |f, s| std::os::unix::fs::symlink(s, f).unwrap()),
+        ("FIFO", |f, _| mkfifo(f)),
+        ("hard links", |f, s| std::fs::hard_link(s, f).unwrap()),
+        ("more than the", |f, _| sparse(f, 3 << 30)),
+    ];
+    for (why, attack) in attacks {
+        let object = catalog_with_a_ref(&cat);
+        std::fs::remove_file(&object).unwrap();
+        attack(&object, &secret);
+        let all = refused_naming(
+            limited(work, 2, &["catalog", "index", "catalog", "-o", "index"]),
+            &["objects/cm.yaml", why],
+        );
+        assert!(!all.contains(SECRET), "{why}: leaked the file:\n{all}");
+        assert!(!work.join("index").exists(), "{why}");
+        std::fs::remove_file(&object).unwrap();
+    }
+}
+
+#[test]
+fn catalog_index_warns_about_duplicate_keys_naming_the_files_line() {
+    // The index builder parses a catalog one document at a time; a warning names the line of
+    // the file (as `catalog validate` does), not of the document.
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path();
+    let cat = work.join("catalog");
+    copy_dir(&root().join("catalog/memcached-operator"), &cat.join("p"));
+    let file = cat.join("p/catalog.yaml");
+    let text = std::fs::read_to_string(&file).unwrap().replacen(
+        "name: alpha\n",
+        "name: alpha\nname: alpha\n",
+        1,
+    );
+    std::fs::write(&file, &text).unwrap();
+    let line = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| *l == "name: alpha")
+        .nth(1)
+        .unwrap()
+        .0
+        + 1;
+    let (code, out, err) = tool(work, &["catalog", "validate", "catalog"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains(&format!("line {line}")), "{out}");
+    let (code, out, err) = tool(work, &["catalog", "index", "catalog", "-o", "index"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains("warning") && err.contains(&format!("catalog.yaml:{line}: ")),
+        "catalog index must warn naming catalog.yaml:{line}:\n{err}"
+    );
+}
+
+#[test]
+fn image_build_copies_files_through_the_opener() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path();
+    // A bundle file the loader does not read (scorecard tests) but the image copies: refused
+    // from its size, with exit 1, under a 2 GiB address-space limit.
+    let b = work.join("bundle");
+    copy_dir(&newest_bundle(), &b);
+    sparse(&b.join("tests/scorecard/huge"), 3 << 30);
+    let bundle_args = [
+        "image", "build", "bundle", "bundle", "--tag", "b:1", "--layout", "layout",
+    ];
+    refused_naming(
+        limited(work, 2, &bundle_args),
+        &["tests/scorecard/huge", "more than the"],
+    );
+    std::fs::remove_file(b.join("tests/scorecard/huge")).unwrap();
+    let (code, out, err) = tool(work, &bundle_args);
+    assert_eq!(code, 0, "{out}\n{err}");
+
+    // A catalog file hard-linked from outside: refused, naming it; read with a warning when
+    // allowed.
+    let secret = work.join("config.json");
+    std::fs::write(
+        &secret,
+        format!("{{\"auths\": {{\"quay.io\": {{\"auth\": \"{SECRET}\"}}}}}}"),
+    )
+    .unwrap();
+    let cat = work.join("catalog");
+    copy_dir(&root().join("catalog/memcached-operator"), &cat.join("p"));
+    std::fs::hard_link(&secret, cat.join("p/leak.json")).unwrap();
+    let catalog_args = [
+        "image",
+        "build",
+        "catalog",
+        "--configs-only",
+        "catalog",
+        "--tag",
+        "c:1",
+        "--layout",
+        "layout",
+    ];
+    let all = refused_naming(tool(work, &catalog_args), &["p/leak.json", "hard link"]);
+    assert!(!all.contains(SECRET), "leaked the file:\n{all}");
+    let (code, out, err) = run_within(
+        bundle_tool()
+            .current_dir(work)
+            .env("BUNDLE_TOOL_ALLOW_HARD_LINKS", "1")
+            .args(catalog_args),
+        DEADLINE,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains("warning") && err.contains("leak.json") && err.contains("hard link"),
+        "{err}"
+    );
+
+    // A file over the limit of a file copied into an image: refused from its size.
+    std::fs::remove_file(cat.join("p/leak.json")).unwrap();
+    sparse(&cat.join("p/huge.json"), 5 << 30);
+    refused_naming(
+        limited(work, 2, &catalog_args),
+        &["p/huge.json", "more than the"],
+    );
+}

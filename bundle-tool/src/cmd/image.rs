@@ -14,11 +14,12 @@ use crate::cmd::common::registry::{
 };
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, OutputFormat, print_data, spinner};
-use olmkit_image::build::{Image, Platform};
+use olmkit_image::build::{BuildImageError, Image, Platform};
 use olmkit_image::dockerfile::{CatalogBase, CatalogDockerfile, catalog_dockerfile};
 use olmkit_image::images::{
-    BundleImageInputs, CatalogImageInputs, CatalogServer, HealthProbe, OciLabels,
-    OperatorImageInputs, build_bundle_image, build_catalog_image, build_operator_image,
+    BundleImageInputs, CatalogImageInputs, CatalogServer, HealthProbe, ManagerCommand, OciLabels,
+    OperatorImageCheckError, OperatorImageInputs, build_bundle_image, build_catalog_image,
+    build_operator_image, check_operator_image,
 };
 use olmkit_image::inspect::{ImageInfo, InspectImageError, inspect_layout, inspect_remote};
 use olmkit_image::layout::{read_from_layout, write_to_layout};
@@ -48,7 +49,8 @@ pub enum ImageCommand {
 /// What to build.
 #[derive(clap::Subcommand, Debug)]
 pub enum BuildCommand {
-    /// The operator image: a statically linked binary, non-root, no base image.
+    /// The operator image: a statically linked binary (the entrypoint, where --path, --name or
+    /// --bundle-dir's CSV command says), non-root, no base image.
     Operator(OperatorArgs),
     /// A bundle image: manifests/, metadata/ and tests/scorecard/, labels from annotations.yaml.
     Bundle(BundleArgs),
@@ -150,9 +152,18 @@ pub struct OperatorArgs {
     /// The statically linked operator binary (hack/build-static.sh builds one).
     #[arg(long)]
     pub binary: PathBuf,
-    /// File name under /usr/local/bin (default: the binary's name).
-    #[arg(long)]
+    /// File name under /usr/local/bin [default: where --bundle-dir's CSV command points, else
+    /// the binary's file name].
+    #[arg(long, conflicts_with = "path")]
     pub name: Option<String>,
+    /// Absolute path of the binary in the image, which is the entrypoint: e.g. /manager, which
+    /// kubebuilder's manager container runs (`command: [/manager]`) [default: see --name].
+    #[arg(long, value_name = "PATH")]
+    pub path: Option<String>,
+    /// A bundle whose CSV runs this image: the binary goes where its manager container's
+    /// `command` points (without --name or --path), and the image is checked against it.
+    #[arg(long, value_name = "DIR")]
+    pub bundle_dir: Option<PathBuf>,
     /// Default argument (the image CMD), repeatable: --arg run.
     #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
     pub args: Vec<String>,
@@ -329,6 +340,50 @@ fn parse_owner(s: &str) -> Result<Owner, String> {
     }
 }
 
+/// The manager container's command in the CSV of the bundle `dir` (after completing an
+/// interrupted commit touching it); `None` when it has no command.
+fn manager_command_of(dir: &Path) -> Result<Option<ManagerCommand>, CmdError> {
+    crate::cmd::common::pending::recover_before_reading([dir])?;
+    let bundle =
+        olmkit_bundle::load_bundle_dir(dir).map_err(|e| build_err(BuildImageError::Bundle(e)))?;
+    let Some(csv) = bundle.csv() else {
+        return Err(CmdError::msg(format!(
+            "--bundle-dir {}: the bundle has no ClusterServiceVersion",
+            dir.display()
+        ))
+        .hint("give the directory holding manifests/ with the CSV (bundle-tool generate bundle writes one)"));
+    };
+    Ok(ManagerCommand::of_csv(
+        &csv.object,
+        dir.join(&csv.file).display().to_string(),
+    ))
+}
+
+/// A refused operator image build; a dynamically linked binary also gets the flag that
+/// accepts one.
+fn operator_build_err(e: BuildImageError) -> CmdError {
+    let dynamic = matches!(&e, BuildImageError::Binary { reason, .. } if reason.contains("dynamically linked"));
+    let err = build_err(e);
+    if dynamic {
+        err.hint(
+            "--allow-dynamic builds the image anyway (for tests: the binary will not start in it)",
+        )
+    } else {
+        err
+    }
+}
+
+/// An operator image that would not start as its CSV runs it: exit 1, nothing written.
+fn operator_check_err(e: OperatorImageCheckError) -> CmdError {
+    let hints = e.hints(Some("--path"));
+    let err = if e.is_user_error() {
+        CmdError::user(e)
+    } else {
+        CmdError::unexpected(e)
+    };
+    hints.into_iter().fold(err, CmdError::hint)
+}
+
 fn platform(s: &str) -> Result<Platform, CmdError> {
     Platform::parse(s).map_err(build_err)
 }
@@ -413,9 +468,24 @@ async fn finish_build(
 async fn build(cmd: BuildCommand, g: &GlobalArgs) -> Result<(), CmdError> {
     match cmd {
         BuildCommand::Operator(a) => {
+            if let Some(name) = a.name.as_deref().filter(|n| n.contains('/')) {
+                return Err(CmdError::msg(format!(
+                    "--name {name:?}: a name is a file name under /usr/local/bin, not a path"
+                ))
+                .hint(format!(
+                    "pass --path /{} to put the binary at that path",
+                    name.trim_start_matches('/')
+                )));
+            }
+            let manager = match &a.bundle_dir {
+                Some(dir) => manager_command_of(dir)?,
+                None => None,
+            };
             let mut inputs =
                 OperatorImageInputs::new(&a.binary, build_time(a.out.created.as_deref())?);
             inputs.binary_name = a.name.clone();
+            inputs.binary_path = a.path.clone();
+            inputs.manager_command = manager.clone();
             inputs.args = a.args.clone();
             inputs.user = a.user;
             inputs.oci = a.oci.oci();
@@ -425,11 +495,19 @@ async fn build(cmd: BuildCommand, g: &GlobalArgs) -> Result<(), CmdError> {
             inputs.ca_certificates = a.ca_certificates.clone();
             inputs.allow_dynamic = a.allow_dynamic;
             let sp = spinner(g, "building operator image");
-            let image = tokio::task::spawn_blocking(move || build_operator_image(&inputs))
-                .await
-                .unexpected_err()?;
+            let built = tokio::task::spawn_blocking(move || {
+                let image = build_operator_image(&inputs)?;
+                Ok::<_, BuildImageError>(
+                    check_operator_image(&image, manager.as_ref()).map(|()| image),
+                )
+            })
+            .await
+            .unexpected_err()?;
             sp.finish_and_clear();
-            finish_build("operator", image.map_err(build_err)?, Vec::new(), &a.out, g).await
+            let image = built
+                .map_err(operator_build_err)?
+                .map_err(operator_check_err)?;
+            finish_build("operator", image, Vec::new(), &a.out, g).await
         }
         BuildCommand::Bundle(a) => {
             let mut inputs =

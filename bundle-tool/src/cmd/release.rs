@@ -1,7 +1,9 @@
 //! `bundle-tool release`: one step from an operator's manifests to a released version, all or
 //! nothing.
 //!
-//! The pipeline (plan, generate, validate, images, commit) is olmkit-release's; this module
+//! The pipeline (plan, generate, validate, images, commit) is olmkit-release's (where the
+//! operator binary goes, and the refusal of a placeholder manager image without
+//! `--operator-repo`, are in its `images` and `plan` steps); this module
 //! maps the flags to its [`ReleaseConfig`], loads the manifests, prints one line per stage and
 //! the images' spinners on stderr, writes the images to the OCI layout and pushes them
 //! (every tag checked before the first push), and reports what was released on stdout as text
@@ -56,7 +58,8 @@ pub struct Args {
     pub inputs: InputArgs,
     /// Operator image repository, e.g. quay.io/example/memcached-operator: the containers that
     /// run the manifests' manager image are set to REPO:VERSION [default: that image's own
-    /// repository].
+    /// repository, when it names a registry host; a placeholder such as the kubebuilder
+    /// scaffold's controller:latest is refused].
     #[arg(long, value_name = "REPO")]
     pub operator_repo: Option<String>,
     /// Bundle image repository; the bundle is REPO:vVERSION [default: <operator-repo>-bundle].
@@ -69,7 +72,8 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["push", "use_image_digests", "operator_binary", "catalog_server"])]
     pub no_images: bool,
     /// Statically linked operator binary for the operator image (hack/build-static.sh builds
-    /// one); without it, no operator image is built.
+    /// one), put where the manager container's `command` points (kubebuilder: /manager), else
+    /// at /usr/local/bin/<file name> as the entrypoint; without it, no operator image is built.
     #[arg(long, value_name = "FILE")]
     pub operator_binary: Option<PathBuf>,
     /// Statically linked catalog server for the catalog image's entrypoint; without it, the

@@ -7,6 +7,13 @@
 //! catalog. `olm.bundle.object` payloads are decoded once to prove they load (opm refuses to
 //! serve a catalog whose objects do not decode) and dropped.
 //!
+//! Every file (and every file an object's `ref` names) is opened once through the catalog's
+//! root ([`olmkit_core::confine::InputRoot`]), checked on that descriptor and read from it,
+//! exactly as the catalog crate's loader reads it: a link out of the catalog (listed, or
+//! swapped in after the listing), a FIFO, a file with several hard links or a YAML file over
+//! [`CATALOG_YAML_FILE`] is refused with the words `catalog validate` uses, before anything is
+//! read, and a YAML file is never read beyond that limit even if it grows meanwhile.
+//!
 //! Whether the catalog can be served is decided by the same rules as `opm validate`
 //! ([`olmkit_catalog::validate`]), which is what opm's cache build enforces through
 //! `declcfg.ConvertToModel`, plus the checks opm makes while converting bundles for the API
@@ -24,15 +31,17 @@ use crate::split::{self, Format, Splitter};
 use olmkit_catalog::declcfg::{
     self, Blob, Bundle, DeclarativeConfig, LoadCatalogError, LoadOptions, SCHEMA_BUNDLE,
     SCHEMA_CHANNEL, SCHEMA_PACKAGE, catalog_files,
-    load::{Origins, load_bytes},
+    load::{Origins, blob_from_value, load_bytes, load_file_in},
 };
 use olmkit_catalog::model::{self, Model};
 use olmkit_catalog::property;
 use olmkit_catalog::validate::{object_path, rules, validate_model};
+use olmkit_core::confine::{CATALOG_YAML_FILE, InputFile, InputRoot, ReadConfinedError};
+use olmkit_core::docs::{parse_documents_lenient, warn};
 use olmkit_core::findings::{Finding, Report};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -121,8 +130,18 @@ fn digest(checksums: bool, bytes: &[u8]) -> Vec<u8> {
 /// Why a file must be loaded whole instead of split.
 struct NeedsWholeFile;
 
+/// Whether an opened file starts like a JSON stream, by the catalog loader's rule (its first
+/// 64 KiB, read at its start without moving its position).
+fn starts_like_json(file: &InputFile) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let mut prefix = vec![0u8; 64 << 10];
+    let n = file.file().read_at(&mut prefix, 0)?;
+    Ok(split::sniff(&prefix[..n]) == Format::Json)
+}
+
 fn scan_file(
     root: &Path,
+    confine: &InputRoot,
     path: &Path,
     opts: &BuildOptions,
 ) -> Result<ScannedFile, LoadCatalogError> {
@@ -131,9 +150,26 @@ fn scan_file(
         path: path.to_path_buf(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(read_err)?;
-    let size = file.metadata().map_err(read_err)?.len();
-    let mut reader = BufReader::with_capacity(1 << 18, file);
+    // Opened once, through the root, and checked on the descriptor as the catalog loader
+    // checks it (with its errors): no link out of the catalog, a regular file (opened without
+    // blocking), one link.
+    let file = confine.open(path)?;
+    let size = file.len();
+    // Only a JSON stream may be larger than a YAML catalog file (checked from the descriptor
+    // before anything is read); any other file is read no further than that limit.
+    let cap = if size > CATALOG_YAML_FILE.bytes {
+        if !starts_like_json(&file).map_err(read_err)? {
+            file.check_size(CATALOG_YAML_FILE)?;
+        }
+        None
+    } else {
+        Some(CATALOG_YAML_FILE.bytes)
+    };
+    let mut reader = BufReader::with_capacity(
+        1 << 18,
+        file.file()
+            .take(cap.map_or(u64::MAX, |c| c.saturating_add(1))),
+    );
     let format = split::sniff(reader.fill_buf().map_err(read_err)?);
     let yaml = format == Format::Yaml;
     let mut out = ScannedFile {
@@ -143,65 +179,123 @@ fn scan_file(
         blobs: Vec::new(),
         findings: Vec::new(),
     };
-    match scan_split(root, reader, format, opts, &mut out)? {
+    match scan_split(path, confine, reader, format, cap, opts, &mut out)? {
         Ok(()) => Ok(out),
         Err(NeedsWholeFile) => {
             // The piece-wise parse disagreed with the file; load it the ordinary way so the
             // result (or the error) is exactly what every other command sees.
             out.blobs.clear();
             out.findings.clear();
-            let bytes = std::fs::read(path).map_err(read_err)?;
+            if cap.is_none() {
+                // A JSON stream too large to be held whole: the catalog loader reads it one
+                // document at a time and says what is wrong with it, in its own words. (It
+                // opens the file through the same root, checked the same way.)
+                load_file_in(confine, path, &out.rel, &LoadOptions::default())?;
+                return Err(read_err(std::io::Error::other(format!(
+                    "a JSON stream of more than {} bytes whose documents cannot be cut apart",
+                    CATALOG_YAML_FILE.bytes
+                ))));
+            }
+            // Read again from the same descriptor, from its start, within the limit.
+            let mut f = file.file();
+            f.seek(SeekFrom::Start(0)).map_err(read_err)?;
+            let bytes = file.read_to_end(CATALOG_YAML_FILE)?;
             let sha = digest(opts.checksums, &bytes);
             let blobs = load_bytes(&out.rel, &bytes, &LoadOptions::default())?;
+            let length = bytes.len() as u64;
             drop(bytes);
             for at in blobs {
                 let span = Span {
                     file: 0,
                     offset: 0,
-                    length: size,
+                    length,
                     sha256: sha.clone(),
                     document: u32::try_from(at.index).unwrap_or(u32::MAX),
                     whole_file: true,
                 };
-                push_blob(root, &mut out, at.index, at.blob, span);
+                push_blob(confine, &mut out, at.index, at.blob, span);
             }
             Ok(out)
         }
     }
 }
 
-fn scan_split(
-    root: &Path,
-    reader: BufReader<std::fs::File>,
+/// Parses one document of a YAML file the way the catalog loader parses a YAML file
+/// ([`load_bytes`]: the lenient parser, then [`blob_from_value`]), and reports what had to be
+/// read leniently (a duplicate key...) naming the line of the file. `None` when the document
+/// does not parse on its own (the caller then loads the whole file, for the loader's error).
+fn load_yaml_piece(name: &str, raw: &split::RawDoc) -> Result<Option<Vec<Blob>>, LoadCatalogError> {
+    let Ok((docs, warnings)) = parse_documents_lenient(name, &raw.bytes) else {
+        return Ok(None);
+    };
+    for mut w in warnings {
+        // The parser counts from the document's first line.
+        w.line = w.line.map(|l| l.saturating_add(raw.line.saturating_sub(1)));
+        warn(&w);
+    }
+    docs.into_iter()
+        .map(|doc| {
+            blob_from_value(doc, true, &LoadOptions::default()).map_err(|e| {
+                LoadCatalogError::Blob {
+                    file: name.to_string(),
+                    index: 0,
+                    message: e.to_string(),
+                }
+            })
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
+}
+
+/// Splits the file at `path` (read through `reader`) into documents and loads each; `cap`:
+/// the most bytes it may have (`None` for a JSON stream over that limit).
+fn scan_split<R: BufRead>(
+    path: &Path,
+    confine: &InputRoot,
+    reader: R,
     format: Format,
+    cap: Option<u64>,
     opts: &BuildOptions,
     out: &mut ScannedFile,
 ) -> Result<Result<(), NeedsWholeFile>, LoadCatalogError> {
     let mut index = 0usize;
-    for raw in Splitter::new(reader, format) {
+    let mut splitter = Splitter::new(reader, format);
+    for raw in splitter.by_ref() {
         let raw = match raw {
             Ok(raw) => raw,
             Err(split::SplitError::Io(source)) => {
                 return Err(LoadCatalogError::Read {
-                    path: root.join(&out.rel),
+                    path: path.to_path_buf(),
                     source,
                 });
             }
             Err(_) => return Ok(Err(NeedsWholeFile)),
         };
-        // JSON goes through the catalog loader's fast path, which checks bundle-object data
-        // in place and drops it without copying (most of a big catalog's bytes); YAML keeps
-        // the objects so that `push_blob` can check them.
-        // The fast path also drops `ref` objects unchecked; the few documents that mention a
-        // `"ref"` key keep their objects so the referenced files are checked too.
-        let load_opts = match format {
-            Format::Json if memchr::memmem::find(&raw.bytes, b"\"ref\"").is_none() => {
-                LoadOptions::graph_only()
+        let loaded = if format == Format::Yaml && split::sniff(&raw.bytes) == Format::Yaml {
+            // YAML keeps the objects so that `push_blob` can check them.
+            load_yaml_piece(&out.rel, &raw)
+        } else {
+            // JSON goes through the catalog loader's fast path, which checks bundle-object
+            // data in place and drops it without copying (most of a big catalog's bytes).
+            // The fast path also drops `ref` objects unchecked; the few documents that
+            // mention a `"ref"` key keep their objects so the referenced files are checked
+            // too.
+            let load_opts = match format {
+                Format::Json if memchr::memmem::find(&raw.bytes, b"\"ref\"").is_none() => {
+                    LoadOptions::graph_only()
+                }
+                _ => LoadOptions::default(),
+            };
+            match load_bytes(&out.rel, &raw.bytes, &load_opts) {
+                Ok(b) => Ok(Some(b.into_iter().map(|at| at.blob).collect())),
+                Err(e @ LoadCatalogError::Blob { .. }) => Err(e),
+                // Parse errors are reported from the whole file, with the loader's positions.
+                Err(_) => Ok(None),
             }
-            _ => LoadOptions::default(),
         };
-        let mut blobs = match load_bytes(&out.rel, &raw.bytes, &load_opts) {
-            Ok(b) => b,
+        let mut blobs = match loaded {
+            Ok(Some(b)) => b,
+            Ok(None) => return Ok(Err(NeedsWholeFile)),
             Err(LoadCatalogError::Blob { message, .. }) => {
                 return Err(LoadCatalogError::Blob {
                     file: out.rel.clone(),
@@ -209,12 +303,13 @@ fn scan_split(
                     message,
                 });
             }
-            // Parse errors are reported from the whole file, with the loader's positions.
-            Err(_) => return Ok(Err(NeedsWholeFile)),
+            Err(e) => return Err(e),
         };
         let blob = match blobs.len() {
+            // A document of comments, or a marker with nothing after it: nothing, as in the
+            // whole file (a file of nothing but such documents is left to the loader, below).
             0 => continue,
-            1 => blobs.swap_remove(0).blob,
+            1 => blobs.swap_remove(0),
             _ => return Ok(Err(NeedsWholeFile)),
         };
         let span = Span {
@@ -226,15 +321,31 @@ fn scan_split(
             whole_file: false,
         };
         drop(raw);
-        push_blob(root, out, index, blob, span);
+        push_blob(confine, out, index, blob, span);
         index += 1;
+    }
+    if let Some(limit) = cap
+        && splitter.position() > limit
+    {
+        // It grew past the limit while it was read.
+        return Err(ReadConfinedError::TooLarge {
+            path: path.to_path_buf(),
+            size: splitter.position(),
+            limit: CATALOG_YAML_FILE,
+        }
+        .into());
+    }
+    if format == Format::Yaml && index == 0 && splitter.position() > 0 {
+        // Text without a single document: the loader decides (opm reads it as one empty
+        // object, which has no schema).
+        return Ok(Err(NeedsWholeFile));
     }
     Ok(Ok(()))
 }
 
 /// Checks a bundle's payload properties the way opm's loader and API conversion do, then drops
 /// the `olm.bundle.object` payloads (they are read again from disk when asked for).
-fn push_blob(root: &Path, out: &mut ScannedFile, index: usize, blob: Blob, span: Span) {
+fn push_blob(confine: &InputRoot, out: &mut ScannedFile, index: usize, blob: Blob, span: Span) {
     let blob = match blob {
         Blob::Bundle(mut b) => {
             let path = object_path(&b.package, None, Some(&b.name));
@@ -243,7 +354,7 @@ fn push_blob(root: &Path, out: &mut ScannedFile, index: usize, blob: Blob, span:
                 if p.type_ == property::BUNDLE_OBJECT {
                     // Either step's text goes into the finding as is.
                     let checked: Result<_, Box<dyn std::error::Error>> =
-                        payload::object_bytes(&p.value, root, &out.rel)
+                        payload::object_bytes(&p.value, confine, &out.rel)
                             .map_err(Into::into)
                             .and_then(|bytes| Ok(payload::object_to_json(bytes, &out.rel)?));
                     if let Err(e) = checked {
@@ -298,6 +409,7 @@ fn scan_all(
     files: &[PathBuf],
     opts: &BuildOptions,
 ) -> Result<Vec<ScannedFile>, LoadCatalogError> {
+    let confine = InputRoot::new(root)?;
     let threads = match opts.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -312,7 +424,7 @@ fn scan_all(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = files.get(i) else { break };
-                    let r = scan_file(root, path, opts);
+                    let r = scan_file(root, &confine, path, opts);
                     let failed = r.is_err();
                     if let Ok(mut v) = results.lock() {
                         v.push((i, r));

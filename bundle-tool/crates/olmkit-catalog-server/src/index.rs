@@ -5,10 +5,15 @@
 //! the FBC files, which turns minutes of start-up into milliseconds on big catalogs. Before
 //! trusting an index the server checks that it lists exactly the catalog's files with the same
 //! sizes; every blob read is also checked against its recorded SHA-256.
+//!
+//! The index file is opened like any file a user names ([`olmkit_core::confine::open_named`]:
+//! a FIFO is refused without blocking) and read within [`CATALOG_INDEX`], checked from its
+//! descriptor before it is read.
 
 use crate::build::INDEX_FORMAT;
 use crate::index_pb::CatalogIndex;
 use olmkit_catalog::declcfg::catalog_files;
+use olmkit_core::confine::{CATALOG_INDEX, InputRoot, ReadConfinedError};
 use prost::Message;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -27,6 +32,9 @@ pub enum OpenIndexError {
         /// Why.
         source: std::io::Error,
     },
+    /// The file may not be read: not a regular file (a FIFO), or over [`CATALOG_INDEX`].
+    #[error(transparent)]
+    Refused(ReadConfinedError),
     /// The file is not an index or is damaged.
     #[error("{path} is not a catalog index: {reason}")]
     Corrupt {
@@ -105,9 +113,12 @@ pub fn write_index(path: &Path, index: &CatalogIndex) -> Result<(), WriteIndexEr
 
 /// Reads an index file.
 pub fn read_index(path: &Path) -> Result<CatalogIndex, OpenIndexError> {
-    let bytes = std::fs::read(path).map_err(|source| OpenIndexError::Read {
-        path: path.to_path_buf(),
-        source,
+    let bytes = olmkit_core::confine::read_named(path, CATALOG_INDEX).map_err(|e| match e {
+        ReadConfinedError::Io { source, .. } => OpenIndexError::Read {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => OpenIndexError::Refused(other),
     })?;
     decode_index(path, &bytes)
 }
@@ -149,10 +160,12 @@ pub fn check_fresh(index: &CatalogIndex, path: &Path, root: &Path) -> Result<(),
             "the catalog's files changed (new: {added:?}, gone: {removed:?})"
         )));
     }
+    let confine = InputRoot::new(root).map_err(|e| stale(e.to_string()))?;
     for (f, p) in index.files.iter().zip(&files) {
-        let size = std::fs::metadata(p)
+        let size = confine
+            .inspect(p)
             .map(|m| m.len())
-            .map_err(|e| stale(format!("{}: {e}", f.path)))?;
+            .map_err(|e| stale(e.to_string()))?;
         if size != f.size {
             return Err(stale(format!(
                 "{} is {size} bytes, the index recorded {}",

@@ -10,12 +10,20 @@
 //! - `csvJson` is the first object whose `kind` is `ClusterServiceVersion` (`extractCSV`);
 //! - without such an object, an `olm.csv.metadata` property yields a synthetic CSV, which is
 //!   then also the only object if there are none (`pkg/api/model_to_api.go`).
+//!
+//! Files are opened through the catalog's root ([`InputRoot`]) as when the index was built:
+//! a file replaced since by a link out of the catalog, a FIFO or a hard link is refused, not
+//! read, and a span is checked against the size of the opened file (and its limit) before any
+//! memory is reserved for it.
 
 use crate::gojson::{self, CsvSource};
 use crate::index_pb::{Package, SourceFile, Span};
 use base64::Engine;
 use olmkit_catalog::declcfg::{Blob, LoadOptions, load::blob_from_value};
 use olmkit_catalog::property;
+use olmkit_core::confine::{
+    CATALOG_DOCUMENT, CATALOG_YAML_FILE, InputRoot, MANIFEST_FILE, ReadConfinedError,
+};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::os::unix::fs::FileExt;
@@ -46,6 +54,10 @@ pub enum ReadBundleObjectError {
         /// Why.
         source: std::io::Error,
     },
+    /// The referenced file may not be read: a link out of the catalog, not a regular file,
+    /// hard-linked, or over [`MANIFEST_FILE`].
+    #[error(transparent)]
+    Refused(ReadConfinedError),
 }
 
 /// An object's bytes could not be converted to JSON like `yaml.ToJSON` does.
@@ -71,6 +83,10 @@ pub enum ReadPayloadError {
         /// Why.
         source: std::io::Error,
     },
+    /// The file may not be read (a link out of the catalog, not a regular file, hard-linked),
+    /// or the span is larger than a document may be.
+    #[error(transparent)]
+    Refused(ReadConfinedError),
     /// The bytes are not what the index recorded: the catalog changed after it was indexed.
     #[error(
         "{file}: the bytes at offset {offset} no longer match the catalog index (the catalog changed after it was indexed; rebuild the index or restart the server)"
@@ -121,43 +137,92 @@ fn file_of<'a>(src: &Source<'a>, span: &Span) -> Result<&'a SourceFile, ReadPayl
         })
 }
 
+fn refused(e: ReadConfinedError) -> ReadPayloadError {
+    match e {
+        ReadConfinedError::Io { path, source } => ReadPayloadError::Io { path, source },
+        other => ReadPayloadError::Refused(other),
+    }
+}
+
+/// The catalog's root, opened.
+fn open_root(src: &Source<'_>) -> Result<InputRoot, ReadPayloadError> {
+    InputRoot::new(src.root).map_err(|e| refused(e.into()))
+}
+
 /// Reads a span's bytes and checks them against the recorded checksum.
 pub fn read_span(src: &Source<'_>, span: &Span) -> Result<Vec<u8>, ReadPayloadError> {
+    read_span_in(&open_root(src)?, src, span)
+}
+
+fn read_span_in(
+    root: &InputRoot,
+    src: &Source<'_>,
+    span: &Span,
+) -> Result<Vec<u8>, ReadPayloadError> {
     let file = file_of(src, span)?;
     let path = src.root.join(&file.path);
-    let io = |source| ReadPayloadError::Io {
-        path: path.clone(),
-        source,
-    };
-    let f = std::fs::File::open(&path).map_err(io)?;
-    let len = usize::try_from(span.length).map_err(|_| ReadPayloadError::Stale {
+    let stale = || ReadPayloadError::Stale {
         file: file.path.clone(),
         offset: span.offset,
+    };
+    let opened = root.open(&path).map_err(refused)?;
+    // A blob is one document, or (loaded whole) one YAML file: never more than their limits,
+    // whatever an index file says.
+    let limit = if span.whole_file {
+        CATALOG_YAML_FILE
+    } else {
+        CATALOG_DOCUMENT
+    };
+    if span.length > limit.bytes {
+        return Err(ReadPayloadError::Refused(ReadConfinedError::TooLarge {
+            path,
+            size: span.length,
+            limit,
+        }));
+    }
+    if span
+        .offset
+        .checked_add(span.length)
+        .is_none_or(|end| end > opened.len())
+    {
+        return Err(stale());
+    }
+    let len = usize::try_from(span.length).map_err(|_| stale())?;
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(len).map_err(|_| {
+        ReadPayloadError::Refused(ReadConfinedError::OutOfMemory {
+            path: path.clone(),
+            size: span.length,
+        })
     })?;
-    let mut buf = vec![0u8; len];
-    f.read_exact_at(&mut buf, span.offset).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            ReadPayloadError::Stale {
-                file: file.path.clone(),
-                offset: span.offset,
+    buf.resize(len, 0);
+    opened
+        .file()
+        .read_exact_at(&mut buf, span.offset)
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                stale()
+            } else {
+                ReadPayloadError::Io {
+                    path: path.clone(),
+                    source: e,
+                }
             }
-        } else {
-            io(e)
-        }
-    })?;
+        })?;
     if !span.sha256.is_empty() && Sha256::digest(&buf).as_slice() != span.sha256.as_slice() {
-        return Err(ReadPayloadError::Stale {
-            file: file.path.clone(),
-            offset: span.offset,
-        });
+        return Err(stale());
     }
     Ok(buf)
 }
 
 /// Reads and parses the blob at `span` (objects kept).
 pub fn read_blob(src: &Source<'_>, span: &Span) -> Result<Blob, ReadPayloadError> {
+    read_blob_in(&open_root(src)?, src, span)
+}
+
+fn read_blob_in(root: &InputRoot, src: &Source<'_>, span: &Span) -> Result<Blob, ReadPayloadError> {
     let file = file_of(src, span)?;
-    let bytes = read_span(src, span)?;
+    let bytes = read_span_in(root, src, span)?;
     let err = |message: String| ReadPayloadError::Blob {
         file: file.path.clone(),
         document: span.document,
@@ -212,10 +277,11 @@ const GO_STD_BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPur
     base64::engine::GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
 );
 
-/// The raw bytes of one `olm.bundle.object` property value.
+/// The raw bytes of one `olm.bundle.object` property value. A `ref` is read through the
+/// catalog's `root` (see [`InputRoot`]), at most [`MANIFEST_FILE`].
 pub fn object_bytes(
     value: &Value,
-    root: &Path,
+    root: &InputRoot,
     blob_file: &str,
 ) -> Result<Vec<u8>, ReadBundleObjectError> {
     let data = value
@@ -241,8 +307,14 @@ pub fn object_bytes(
         }
         (None, Some(reference)) => {
             let rel = resolve_ref(blob_file, reference)?;
-            std::fs::read(root.join(&rel))
-                .map_err(|source| ReadBundleObjectError::Open { path: rel, source })
+            root.open(&root.path().join(&rel))
+                .and_then(|f| f.read_to_end(MANIFEST_FILE))
+                .map_err(|e| match e {
+                    ReadConfinedError::Io { source, .. } => {
+                        ReadBundleObjectError::Open { path: rel, source }
+                    }
+                    other => ReadBundleObjectError::Refused(other),
+                })
         }
         (None, None) => Ok(Vec::new()),
     }
@@ -285,7 +357,8 @@ pub fn bundle_payload(
     version: &str,
 ) -> Result<Payload, ReadPayloadError> {
     let file = file_of(src, span)?;
-    let Blob::Bundle(bundle) = read_blob(src, span)? else {
+    let root = open_root(src)?;
+    let Blob::Bundle(bundle) = read_blob_in(&root, src, span)? else {
         return Err(ReadPayloadError::Blob {
             file: file.path.clone(),
             document: span.document,
@@ -305,7 +378,7 @@ pub fn bundle_payload(
         if p.type_ != property::BUNDLE_OBJECT {
             continue;
         }
-        let bytes = object_bytes(&p.value, src.root, &file.path)
+        let bytes = object_bytes(&p.value, &root, &file.path)
             .map_err(|e| err(format!("get data for bundle object at index {i}: {e}")))?;
         objects.push(
             object_to_json(bytes, &file.path)
@@ -371,14 +444,12 @@ mod tests {
 
     #[test]
     fn objects_decode_like_opm() {
+        let root = InputRoot::new(Path::new("/")).unwrap();
         let v =
             json!({"data": base64::engine::general_purpose::STANDARD.encode(b"{\"kind\": \"X\"}")});
-        assert_eq!(
-            object_bytes(&v, Path::new("/"), "f").unwrap(),
-            b"{\"kind\": \"X\"}"
-        );
-        assert!(object_bytes(&json!({"data": "!!"}), Path::new("/"), "f").is_err());
-        assert!(object_bytes(&json!({"data": "e30=", "ref": "x"}), Path::new("/"), "f").is_err());
+        assert_eq!(object_bytes(&v, &root, "f").unwrap(), b"{\"kind\": \"X\"}");
+        assert!(object_bytes(&json!({"data": "!!"}), &root, "f").is_err());
+        assert!(object_bytes(&json!({"data": "e30=", "ref": "x"}), &root, "f").is_err());
         // JSON is kept as is, YAML is converted with sorted keys and Go escaping.
         assert_eq!(
             object_to_json(b" {\"b\": 1, \"a\": 2}".to_vec(), "t").unwrap(),

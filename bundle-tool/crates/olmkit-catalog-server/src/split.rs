@@ -44,6 +44,9 @@ pub fn sniff(prefix: &[u8]) -> Format {
 pub struct RawDoc {
     /// Byte offset of the first byte.
     pub offset: u64,
+    /// 1-based line of the first byte (what a parser of the document alone calls line 1), so
+    /// that a warning about the document can name the line of the file.
+    pub line: u64,
     /// The bytes.
     pub bytes: Vec<u8>,
 }
@@ -73,10 +76,13 @@ pub struct Splitter<R> {
     reader: R,
     format: Format,
     pos: u64,
+    /// 1-based line of the byte at `pos`.
+    line: u64,
     at_start: bool,
     done: bool,
-    /// YAML: a marker line read while finishing the previous document.
-    pending_line: Option<(u64, Vec<u8>)>,
+    /// YAML: a marker line (offset, line number, bytes) read while finishing the previous
+    /// document.
+    pending_line: Option<(u64, u64, Vec<u8>)>,
     /// Largest document (and YAML line) accepted, in bytes.
     limit: u64,
 }
@@ -101,6 +107,7 @@ impl<R: BufRead> Splitter<R> {
             reader,
             format,
             pos: 0,
+            line: 1,
             at_start: true,
             done: false,
             pending_line: None,
@@ -112,6 +119,11 @@ impl<R: BufRead> Splitter<R> {
     pub fn with_limit(mut self, limit: u64) -> Self {
         self.limit = limit;
         self
+    }
+
+    /// How many bytes of the file have been consumed (all of it once the iterator has ended).
+    pub fn position(&self) -> u64 {
+        self.pos
     }
 
     fn next_json(&mut self) -> Result<Option<RawDoc>, SplitError> {
@@ -133,6 +145,7 @@ impl<R: BufRead> Splitter<R> {
             }
             let found = skip < buf.len();
             let first = buf.get(skip).copied();
+            self.line += newlines(&buf[..skip]);
             self.reader.consume(skip);
             self.pos += skip as u64;
             if found {
@@ -142,7 +155,7 @@ impl<R: BufRead> Splitter<R> {
                 break;
             }
         }
-        let offset = self.pos;
+        let (offset, line) = (self.pos, self.line);
         let mut bytes = Vec::new();
         let mut depth = 0usize;
         let mut in_str = false;
@@ -154,6 +167,9 @@ impl<R: BufRead> Splitter<R> {
             }
             let mut i = 0;
             let mut complete = false;
+            // Line feeds only occur between tokens (a JSON string holds none), so they are
+            // counted where the bytes are stepped through anyway.
+            let mut lines = 0u64;
             while i < buf.len() {
                 if in_str {
                     if escaped {
@@ -179,6 +195,7 @@ impl<R: BufRead> Splitter<R> {
                 }
                 match buf[i] {
                     b'"' => in_str = true,
+                    b'\n' => lines += 1,
                     b'{' | b'[' => depth += 1,
                     b'}' | b']' => {
                         depth = depth.saturating_sub(1);
@@ -196,15 +213,21 @@ impl<R: BufRead> Splitter<R> {
                 return Err(too_large(offset, self.limit));
             }
             bytes.extend_from_slice(&buf[..i]);
+            self.line += lines;
             self.reader.consume(i);
             self.pos += i as u64;
             if complete {
-                return Ok(Some(RawDoc { offset, bytes }));
+                return Ok(Some(RawDoc {
+                    offset,
+                    line,
+                    bytes,
+                }));
             }
         }
     }
 
-    fn read_line(&mut self) -> Result<Option<(u64, Vec<u8>)>, SplitError> {
+    /// The next line: its offset, its 1-based number and its bytes.
+    fn read_line(&mut self) -> Result<Option<(u64, u64, Vec<u8>)>, SplitError> {
         if let Some(line) = self.pending_line.take() {
             return Ok(Some(line));
         }
@@ -218,28 +241,31 @@ impl<R: BufRead> Splitter<R> {
         if n as u64 > self.limit {
             return Err(too_large(self.pos, self.limit));
         }
-        let at = self.pos;
+        let (at, number) = (self.pos, self.line);
         self.pos += n as u64;
-        Ok(Some((at, line)))
+        self.line += 1;
+        Ok(Some((at, number, line)))
     }
 
     fn next_yaml(&mut self) -> Result<Option<RawDoc>, SplitError> {
         let mut doc: Option<RawDoc> = None;
-        while let Some((at, line)) = self.read_line()? {
+        while let Some((at, number, line)) = self.read_line()? {
             if is_marker(&line, b"---") {
                 if let Some(d) = doc.take() {
                     // The marker starts the next document.
-                    self.pending_line = Some((at, line));
+                    self.pending_line = Some((at, number, line));
                     return Ok(Some(d));
                 }
                 doc = Some(RawDoc {
                     offset: at,
+                    line: number,
                     bytes: line,
                 });
                 continue;
             }
             let d = doc.get_or_insert_with(|| RawDoc {
                 offset: at,
+                line: number,
                 bytes: Vec::new(),
             });
             if (d.bytes.len() + line.len()) as u64 > self.limit {
@@ -252,6 +278,11 @@ impl<R: BufRead> Splitter<R> {
         }
         Ok(doc)
     }
+}
+
+/// How many line feeds `bytes` holds.
+fn newlines(bytes: &[u8]) -> u64 {
+    bytes.iter().filter(|b| **b == b'\n').count() as u64
 }
 
 /// A document marker line: the marker at column 0 followed by a blank or the end of the line.
@@ -298,6 +329,9 @@ mod tests {
         Splitter::new(io::BufReader::with_capacity(7, text.as_bytes()), format)
             .map(|d| {
                 let d = d.unwrap();
+                // The line is the file's line of the document's first byte.
+                let before = &text.as_bytes()[..d.offset as usize];
+                assert_eq!(d.line, 1 + newlines(before), "{d:?}");
                 (d.offset, String::from_utf8(d.bytes).unwrap())
             })
             .collect()
@@ -445,6 +479,7 @@ mod tests {
                 prop_assert_eq!(got.len(), docs.len());
                 for ((raw, want), start) in got.iter().zip(&docs).zip(&starts) {
                     prop_assert_eq!(raw.offset, *start);
+                    prop_assert_eq!(raw.line, 1 + newlines(&text.as_bytes()[..*start as usize]));
                     let parsed: Value = serde_json::from_slice(&raw.bytes).unwrap();
                     prop_assert_eq!(&parsed, want);
                 }
@@ -464,6 +499,7 @@ mod tests {
                     let raw = raw.unwrap();
                     let start = raw.offset as usize;
                     prop_assert_eq!(&text.as_bytes()[start..start + raw.bytes.len()], &raw.bytes[..]);
+                    prop_assert_eq!(raw.line, 1 + newlines(&text.as_bytes()[..start]));
                     pieces.extend(olmkit_core::docs::parse_documents("t", &raw.bytes).unwrap());
                 }
                 prop_assert_eq!(pieces, whole);

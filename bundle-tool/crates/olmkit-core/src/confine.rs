@@ -128,6 +128,23 @@ pub const CATALOG_DOCUMENT: SizeLimit = SizeLimit {
     what: "one catalog document",
 };
 
+/// A catalog index file (`bundle-tool catalog index`; read by `serve` and `catalog-server`,
+/// copied by `image build catalog --index`): metadata without the bundles' objects, tens of MB
+/// for the largest catalogs. 1 GiB.
+pub const CATALOG_INDEX: SizeLimit = SizeLimit {
+    bytes: 1 << 30,
+    what: "a catalog index",
+};
+
+/// A file of a directory copied into an image layer (`image build catalog`; a bundle's files
+/// are [`MANIFEST_FILE`]s), which holds it whole in memory: a JSON catalog stream has no
+/// per-file bound when it is read (one document at a time), but it has one here. 4 GiB, over
+/// twice the largest rendered catalog (1.7 GB, `render -o json` of a community catalog).
+pub const IMAGE_LAYER_FILE: SizeLimit = SizeLimit {
+    bytes: 4 << 30,
+    what: "a file copied into an image",
+};
+
 /// Reading a confined file failed.
 #[derive(Debug, Error)]
 pub enum ReadConfinedError {

@@ -28,17 +28,21 @@
 //! 2. an intent journal, `.bundle-tool-journal` in the root, naming the stage and every change
 //!    to come (with the inode number of each staged entry), is written in the stage, fsynced
 //!    and renamed into the root (the commit point);
-//! 3. each target is replaced so that **the path never goes missing**: a file over a file is
-//!    renamed over it (the old file is hard-linked into the stage first, for an undo); anything
-//!    else that exists (a directory, or a file replaced by a directory) is swapped with its new
-//!    content in one `renameat2(RENAME_EXCHANGE)` (Linux 3.15 and later), after which the old
-//!    content lives in the stage; a new path is renamed into place; a removal is a rename into
-//!    the stage. Every parent directory is fsynced after its rename;
+//! 3. each target is replaced so that **the path never goes missing**: whatever exists (a file,
+//!    a directory, a link) is swapped with its new content in one
+//!    `renameat2(RENAME_EXCHANGE)` (Linux 3.15 and later), after which the old content lives
+//!    in the stage; a new path is renamed into place; a removal is a rename into the stage.
+//!    Every parent directory is fsynced after its rename. No file of the tree ever has a
+//!    second link, not even for an instant: readers refuse a file with several hard links
+//!    (`confine::HardLinks`) and do not take the lock, so a link into the stage would make a
+//!    reader running at that moment refuse the file;
 //! 4. the journal is unlinked (its directory fsynced), then the stage.
 //!
 //! So at every instant each path holds either its old or its new content, whole; across paths
 //! the tree is mixed only while the journal exists. Where `RENAME_EXCHANGE` is missing (another
-//! OS, or a filesystem that refuses it with `EINVAL`, such as some network filesystems), a
+//! OS, or a filesystem that refuses it with `EINVAL`, such as some network filesystems), a file
+//! over a file is renamed over it (a copy of the old file kept in the stage first, for an undo;
+//! undoing it there links the new file back into the stage before the old one returns), and a
 //! directory is replaced by two renames (aside into the stage, then the new one in) and is
 //! missing for the instant between them; the journal already exists then, so readers roll it
 //! forward or refuse (below).
@@ -706,7 +710,8 @@ fn exchange(a: &Path, b: &Path) -> std::io::Result<bool> {
 enum How {
     /// The target did not exist: the staged content was renamed in.
     Created,
-    /// A file renamed over a file; `kept`: the old one was hard-linked to the backup first.
+    /// No exchange: a file renamed over a file; `kept`: the old one was copied to the backup
+    /// first.
     OverFile { kept: bool },
     /// Target and staged content exchanged: the old content is at the staged path.
     Exchanged,
@@ -769,19 +774,20 @@ fn put_in_place(
             record(done, backup, How::Created);
             steps.sync_parents(target, staged)
         }
-        Some(old) if !old.is_dir() && !new_is_dir => {
-            // Kept only for an undo; roll-forward never needs it.
-            steps.step()?;
-            let kept = fs::hard_link(target, backup).is_ok();
-            steps.rename(staged, target, "rename into place")?;
-            record(done, backup, How::OverFile { kept });
-            steps.sync_dir(&parent_of(target))
-        }
-        Some(_) => {
+        Some(old) => {
+            // One atomic swap, files included: the old content ends up in the stage with its
+            // one link (a hard link kept for an undo would show readers the file with two).
             steps.step()?;
             if exchange(staged, target).map_err(io("swap in", target))? {
                 record(done, backup, How::Exchanged);
                 return steps.sync_parents(target, staged);
+            }
+            if !old.is_dir() && !new_is_dir {
+                // A copy, kept only for an undo (roll-forward never needs it).
+                let kept = copy_aside(target, &old, backup).is_ok();
+                steps.rename(staged, target, "rename into place")?;
+                record(done, backup, How::OverFile { kept });
+                return steps.sync_dir(&parent_of(target));
             }
             let backup = free_name(backup);
             steps.rename(target, &backup, "move aside")?;
@@ -793,6 +799,16 @@ fn put_in_place(
             }
             steps.sync_parents(target, staged)
         }
+    }
+}
+
+/// Copies the old file (or symbolic link) `target` to `backup`, for an undo where files cannot
+/// be exchanged: a copy, not a hard link, so that the target never has a second link.
+fn copy_aside(target: &Path, old: &fs::Metadata, backup: &Path) -> std::io::Result<()> {
+    if old.file_type().is_symlink() {
+        std::os::unix::fs::symlink(fs::read_link(target)?, backup)
+    } else {
+        fs::copy(target, backup).map(|_| ())
     }
 }
 
@@ -1397,9 +1413,27 @@ fn undo_changes(done: Vec<Done>) -> std::io::Result<()> {
 }
 
 /// Reads every regular file under `dir` into a map of relative path to contents, sorted.
-/// Used to snapshot trees (tests compare before/after; `--plan` diffs).
+/// Used to snapshot trees (tests compare before/after; `--plan` diffs). Symbolic links and
+/// anything but regular files are not part of the snapshot. Each file is opened through `dir`
+/// as an input root ([`crate::confine::InputRoot`]) and checked on its descriptor (a file
+/// swapped for a link out of `dir` after the listing, a FIFO, a file with several hard links or
+/// over [`crate::confine::MANIFEST_FILE`] is an error naming it, and is not read).
 pub fn read_tree(dir: &Path) -> Result<BTreeMap<PathBuf, Vec<u8>>, WriteOutputError> {
+    use crate::confine::{InputRoot, MANIFEST_FILE, ReadConfinedError};
+    fn refused(path: &Path, e: ReadConfinedError) -> WriteOutputError {
+        match e {
+            ReadConfinedError::Io { source, .. } => io("read", path)(source),
+            other => {
+                // The opener's words, after "cannot read <path>: ".
+                let text = other.to_string();
+                let prefix = format!("{}: ", other.path().display());
+                let why = text.strip_prefix(&prefix).unwrap_or(&text).to_string();
+                io("read", path)(std::io::Error::other(why))
+            }
+        }
+    }
     fn walk(
+        root: &InputRoot,
         base: &Path,
         dir: &Path,
         out: &mut BTreeMap<PathBuf, Vec<u8>>,
@@ -1413,17 +1447,22 @@ pub fn read_tree(dir: &Path) -> Result<BTreeMap<PathBuf, Vec<u8>>, WriteOutputEr
             let p = e.path();
             let ft = e.file_type().map_err(io("stat", &p))?;
             if ft.is_dir() {
-                walk(base, &p, out)?;
+                walk(root, base, &p, out)?;
             } else if ft.is_file() {
                 let rel = p.strip_prefix(base).unwrap_or(&p).to_path_buf();
-                out.insert(rel, fs::read(&p).map_err(io("read", &p))?);
+                let bytes = root
+                    .open(&p)
+                    .and_then(|f| f.read_to_end(MANIFEST_FILE))
+                    .map_err(|e| refused(&p, e))?;
+                out.insert(rel, bytes);
             }
         }
         Ok(())
     }
     let mut out = BTreeMap::new();
     if dir.exists() {
-        walk(dir, dir, &mut out)?;
+        let root = InputRoot::new(dir).map_err(|e| refused(dir, e.into()))?;
+        walk(&root, dir, dir, &mut out)?;
     }
     Ok(out)
 }
@@ -1962,5 +2001,99 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["a", "dangling", "f", "link"]);
+    }
+
+    /// Every regular file under `dir` with more than one link (a stage inside it is skipped:
+    /// its `.indexignore` hides it from catalog loaders, and a bundle reader never lists it).
+    fn linked_files(dir: &Path, out: &mut Vec<(PathBuf, u64)>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries {
+            let e = e.unwrap();
+            if e.file_name().to_string_lossy().starts_with(STAGE_PREFIX) {
+                continue;
+            }
+            let m = e.path().symlink_metadata().unwrap();
+            if m.is_dir() {
+                linked_files(&e.path(), out);
+            } else if m.is_file() && m.nlink() > 1 {
+                out.push((e.path(), m.nlink()));
+            }
+        }
+    }
+
+    /// Readers refuse a file with several hard links (`confine::HardLinks`), and readers do
+    /// not take the commit's lock: so no instant of a commit may show a file of the input with
+    /// a second link (the old file used to be hard-linked into the stage just before the new
+    /// one was renamed over it). Checked at every durability step, with and without
+    /// `RENAME_EXCHANGE`, and for an undo after a failed commit.
+    #[test]
+    fn no_step_of_a_commit_shows_a_file_of_the_input_with_two_links() {
+        NO_SYNC.with(|c| c.set(true));
+        both_ways(|how| {
+            for step in 1.. {
+                assert!(step < 500, "{how}: the commit never completed");
+                let root = tempfile::tempdir().unwrap();
+                old_tree(root.path());
+                let stopped = new_change(root.path()).commit_crashing_at(step).unwrap();
+                let mut linked = Vec::new();
+                linked_files(root.path(), &mut linked);
+                assert!(linked.is_empty(), "{how}, step {step}: {linked:?}");
+                // And a reader through the opener reads the input at that instant.
+                for top in ["bundle", "catalog"] {
+                    read_tree(&root.path().join(top))
+                        .unwrap_or_else(|e| panic!("{how}, step {step}: {e}"));
+                }
+                if !stopped {
+                    break;
+                }
+            }
+            // A failed commit puts the old file back as it was, with one link.
+            let root = tempfile::tempdir().unwrap();
+            fs::write(root.path().join("keep"), "keep").unwrap();
+            fs::write(root.path().join("blocker"), "file, not a dir").unwrap();
+            let mut cs = Changeset::new(root.path()).unwrap();
+            cs.put_file("keep", b"changed").unwrap();
+            cs.put_file("blocker/child", b"x").unwrap();
+            assert!(cs.commit().is_err(), "{how}");
+            assert_eq!(fs::read(root.path().join("keep")).unwrap(), b"keep");
+            let mut linked = Vec::new();
+            linked_files(root.path(), &mut linked);
+            assert!(linked.is_empty(), "{how}: {linked:?}");
+        });
+    }
+
+    /// `read_tree` reads through the confined opener: a file with several hard links or over
+    /// the bundle file limit is refused, naming it, without being read; links and FIFOs are
+    /// not files of the tree (and a FIFO never blocks it).
+    #[test]
+    fn read_tree_refuses_hard_links_and_oversized_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::write(tmp.path().join("outside"), "secret").unwrap();
+        let root = tmp.path().join("root");
+        fs::create_dir_all(root.join("sub")).unwrap();
+        fs::write(root.join("sub/a.yaml"), "a").unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("outside"), root.join("link.yaml")).unwrap();
+        mkfifo(&root.join("pipe.yaml"));
+        assert_eq!(
+            read_tree(&root).unwrap(),
+            BTreeMap::from([(PathBuf::from("sub/a.yaml"), b"a".to_vec())])
+        );
+
+        fs::hard_link(tmp.path().join("outside"), root.join("sub/hard.yaml")).unwrap();
+        let e = read_tree(&root).unwrap_err().to_string();
+        assert!(
+            e.contains("sub/hard.yaml") && e.contains("2 hard links") && !e.contains("secret"),
+            "{e}"
+        );
+        fs::remove_file(root.join("sub/hard.yaml")).unwrap();
+
+        fs::File::create(root.join("big"))
+            .unwrap()
+            .set_len(100 << 20)
+            .unwrap();
+        let e = read_tree(&root).unwrap_err().to_string();
+        assert!(e.contains("big") && e.contains("more than the"), "{e}");
     }
 }

@@ -15,6 +15,10 @@ pub enum BuildImageError {
         /// Why.
         source: std::io::Error,
     },
+    /// A file of a copied directory may not be read: a link out of the directory, not a
+    /// regular file, several hard links, over the size limit (see [`olmkit_core::confine`]).
+    #[error(transparent)]
+    Input(#[from] olmkit_core::confine::ReadConfinedError),
     /// A path inside the image is absolute after normalization, empty or escapes the root.
     #[error("{path}: not a safe path inside an image: {reason}")]
     UnsafePath {

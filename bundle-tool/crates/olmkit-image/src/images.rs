@@ -1,12 +1,37 @@
 //! The three images OLM needs, built from cargo output and files on disk, with no base image.
 //!
-//! - **Operator image** ([`build_operator_image`]): a statically linked binary at
-//!   `/usr/local/bin/<name>`, run as a non-root numeric user (65532:65532 by default, so
-//!   `runAsNonRoot` can verify it), minimal `/etc/passwd`, `/etc/group` and
-//!   `/etc/nsswitch.conf`, a world-writable sticky `/tmp` (webhook serving certs are mounted
-//!   under it), and `org.opencontainers.image.*` labels. No CA bundle by default: an operator
-//!   talks to the API server with the service-account CA that Kubernetes mounts; pass
+//! - **Operator image** ([`build_operator_image`]): a statically linked binary, which is the
+//!   entrypoint, run as a non-root numeric user (65532:65532 by default, so `runAsNonRoot` can
+//!   verify it), minimal `/etc/passwd`, `/etc/group` and `/etc/nsswitch.conf`, a
+//!   world-writable sticky `/tmp` (webhook serving certs are mounted under it), `PATH` set to
+//!   [`OPERATOR_PATH`], and `org.opencontainers.image.*` labels. No CA bundle by default: an
+//!   operator talks to the API server with the service-account CA that Kubernetes mounts; pass
 //!   `ca_certificates` when it calls other TLS endpoints, and `SSL_CERT_FILE` points at it.
+//!
+//! ## Where the operator binary goes
+//!
+//! A pod runs the manager container's `command` when the CSV gives one (kubebuilder's scaffold
+//! has `command: [/manager]`), else the image's entrypoint. So the binary goes, first match:
+//!
+//! 1. to an explicit path ([`OperatorImageInputs::binary_path`], `--path /manager`: absolute,
+//!    normalized, no `.` or `..`), or `/usr/local/bin/<binary_name>` (`--name`);
+//! 2. where the CSV's manager container command points ([`ManagerCommand`]: the container
+//!    olmkit-bundle's `manager_container` rule picks): an absolute `command[0]` is the path
+//!    itself; a bare name (`manager`) is looked up through the image's `PATH`, so the binary
+//!    goes to `/usr/local/bin/<name>`; a relative path with a `/` is taken from the container's
+//!    `workingDir` (default `/`). A shell (`/bin/sh -c ...`) is refused: the image has none;
+//! 3. to `/usr/local/bin/<file name of the binary>`.
+//!
+//! The entrypoint is that path (the CSV's `args` stay the CSV's; the image's `Cmd` is the given
+//! `args`). A path whose directories the base layer owns with other permissions (`/tmp/x`,
+//! `/home/nonroot/x`) or that the base layer holds (`/etc/passwd`) is refused: the binary's
+//! layer would change them.
+//!
+//! After building, [`check_operator_image`] reads the image's layers back (whiteouts and
+//! symbolic links resolved as a container runtime would) and refuses an image whose entrypoint
+//! is not a regular file the image's user may execute, or whose CSV manager command names no
+//! such file, naming the image path and the CSV field
+//! (`spec.install.spec.deployments[0].spec.template.spec.containers[j].command[0]`).
 //! - **Bundle image** ([`build_bundle_image`]): `manifests/`, `metadata/` and `tests/scorecard/`
 //!   of a registry+v1 bundle, labels equal to `metadata/annotations.yaml`, no entrypoint — the
 //!   same content and labels as `operator-sdk`'s `bundle.Dockerfile` (`FROM scratch`).
@@ -28,14 +53,17 @@ pub use crate::paths::{
     CATALOG_PORT, CATALOG_SERVER_PATH, CONFIGS_DIR, CONFIGS_LABEL, HEALTH_PROBE_PATH, INDEX_PATH,
     default_server_args,
 };
-use crate::tree::{EXEC_MODE, FILE_MODE, FileTree, Owner};
+use crate::tree::{DIR_MODE, EXEC_MODE, EntryKind, FILE_MODE, FileTree, Owner};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use thiserror::Error;
 
 /// Label (and annotation) prefix of the OCI pre-defined keys.
 pub const OCI_PREFIX: &str = "org.opencontainers.image.";
-/// Where an operator binary goes.
+/// Where an operator binary goes by default (the first directory of [`OPERATOR_PATH`]).
 pub const OPERATOR_BIN_DIR: &str = "/usr/local/bin";
+/// The operator image's `PATH`.
+pub const OPERATOR_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// Where an optional CA bundle goes.
 pub const CA_BUNDLE_PATH: &str = "/etc/ssl/certs/ca-certificates.crt";
 
@@ -165,8 +193,8 @@ fn load_binary(path: &Path, allow_dynamic: bool) -> Result<(Vec<u8>, Platform), 
         return Err(BuildImageError::Binary {
             path: path.to_path_buf(),
             reason: format!(
-                "dynamically linked (needs {interp}), but the image has no libc; build it \
-                 statically (hack/build-static.sh) or allow it explicitly"
+                "dynamically linked (needs {interp}), but the image has no libc, so it would \
+                 not start; build it statically"
             ),
         });
     }
@@ -195,8 +223,15 @@ fn file_name(path: &Path) -> Result<String, BuildImageError> {
 pub struct OperatorImageInputs {
     /// The statically linked operator binary.
     pub binary: PathBuf,
-    /// Name under `/usr/local/bin` (default: the binary's file name).
+    /// Name under `/usr/local/bin` (default: see the module docs, "Where the operator binary
+    /// goes"). Not with `binary_path`.
     pub binary_name: Option<String>,
+    /// Absolute path of the binary in the image, e.g. `/manager` (default: see the module
+    /// docs). Not with `binary_name`.
+    pub binary_path: Option<String>,
+    /// The command the CSV's manager container runs: where the binary goes when neither
+    /// `binary_name` nor `binary_path` is given.
+    pub manager_command: Option<ManagerCommand>,
     /// Default arguments (the image `Cmd`), e.g. `["run"]`.
     pub args: Vec<String>,
     /// User the container runs as.
@@ -223,6 +258,8 @@ impl OperatorImageInputs {
         Self {
             binary: binary.into(),
             binary_name: None,
+            binary_path: None,
+            manager_command: None,
             args: Vec::new(),
             user: Owner::NONROOT,
             oci: OciLabels::default(),
@@ -234,7 +271,213 @@ impl OperatorImageInputs {
             created,
         }
     }
+
+    /// Where the binary goes in the image (the module docs, "Where the operator binary goes").
+    pub fn exe_path(&self) -> Result<String, BuildImageError> {
+        match (&self.binary_path, &self.binary_name) {
+            (Some(_), Some(_)) => Err(BuildImageError::Invalid {
+                what: "binary name and binary path".into(),
+                reason:
+                    "give one: a name goes under /usr/local/bin, a path is where the binary goes"
+                        .into(),
+            }),
+            (Some(p), None) => check_binary_path(p),
+            (None, Some(n)) => bin_dir_path(n),
+            (None, None) => match &self.manager_command {
+                Some(c) => c.placement(),
+                None => bin_dir_path(&file_name(&self.binary)?),
+            },
+        }
+    }
 }
+
+/// `/usr/local/bin/<name>` for a plain file name.
+fn bin_dir_path(name: &str) -> Result<String, BuildImageError> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." || name.contains('\0') {
+        return Err(BuildImageError::Invalid {
+            what: format!("binary name {name:?}"),
+            reason: "must be a plain file name (it goes under /usr/local/bin); a path in the image is the binary path".into(),
+        });
+    }
+    Ok(format!("{OPERATOR_BIN_DIR}/{name}"))
+}
+
+/// Checks an explicit in-image path for the operator binary: absolute and normalized (no
+/// empty, `.` or `..` components, no trailing `/`), not the root. Returns it.
+pub fn check_binary_path(path: &str) -> Result<String, BuildImageError> {
+    let refuse = |reason: &str| BuildImageError::Invalid {
+        what: format!("binary path {path:?}"),
+        reason: format!("{reason}; give an absolute path in the image, e.g. /manager"),
+    };
+    let Some(rest) = path.strip_prefix('/') else {
+        return Err(refuse("is relative"));
+    };
+    if rest.is_empty() {
+        return Err(refuse("is the image root"));
+    }
+    if path.contains('\0') {
+        return Err(refuse("contains a NUL byte"));
+    }
+    for part in rest.split('/') {
+        match part {
+            ".." => return Err(refuse("contains `..`")),
+            "." => return Err(refuse("contains `.`")),
+            "" => return Err(refuse("has an empty component (`//` or a trailing `/`)")),
+            _ => {}
+        }
+    }
+    Ok(path.to_string())
+}
+
+/// Refuses a binary path that the base layer holds, or whose directories the base layer has
+/// with other permissions or owners than the binary's layer would give them (the upper layer's
+/// directory entry would replace them: `/tmp/x` would make `/tmp` 0755).
+fn check_against_base(base: &FileTree, exe: &str) -> Result<(), BuildImageError> {
+    let rel = exe.trim_start_matches('/');
+    let conflict = |reason: String| BuildImageError::PathConflict {
+        path: exe.to_string(),
+        reason,
+    };
+    if base.get(rel).is_some() {
+        return Err(conflict(
+            "the image's base layer holds this path (users, groups, /tmp, the home directory); choose another path for the binary".into(),
+        ));
+    }
+    let mut end = 0;
+    while let Some(i) = rel[end..].find('/') {
+        let dir = &rel[..end + i];
+        if let Some(e) = base.get(dir)
+            && (e.kind != EntryKind::Dir || e.mode != DIR_MODE || e.owner != Owner::ROOT)
+        {
+            return Err(conflict(format!(
+                "/{dir} belongs to the image's base layer (mode {:o}, owner {}:{}), which the binary's layer would change; choose another path for the binary",
+                e.mode, e.owner.uid, e.owner.gid
+            )));
+        }
+        end += i + 1;
+    }
+    Ok(())
+}
+
+/// The command the CSV's manager container runs (its `command[0]`), which the operator image
+/// must hold as an executable file (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManagerCommand {
+    /// `command[0]` as written.
+    pub program: String,
+    /// The container's `workingDir`.
+    pub working_dir: Option<String>,
+    /// Where the command is written, e.g. `spec.install.spec.deployments[0].spec.template.spec.containers[0].command[0]`.
+    pub field: String,
+    /// The file (or object) holding it, e.g. the CSV's path.
+    pub file: String,
+}
+
+/// What a command's program is, for the image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// An absolute path in the image.
+    Path(String),
+    /// A bare name, looked up through `PATH`.
+    Search(String),
+}
+
+impl ManagerCommand {
+    /// The manager container's command in a ClusterServiceVersion `csv` (read from `file`), by
+    /// olmkit-bundle's manager-container rule; `None` when it has no command (the pod runs the
+    /// image's entrypoint) or no Deployment.
+    pub fn of_csv(csv: &serde_json::Value, file: impl Into<String>) -> Option<Self> {
+        let deployments = csv
+            .pointer("/spec/install/spec/deployments")
+            .and_then(serde_json::Value::as_array)?;
+        let c = olmkit_bundle::generate::manager_container(deployments.iter())?;
+        Self::of_container(
+            &c,
+            &format!(
+                "spec.install.spec.deployments[{}].spec.template.spec.containers[{}]",
+                c.deployment, c.index
+            ),
+            file,
+        )
+    }
+
+    /// The command of a manager container found at `prefix` (a field path) in `file`; `None`
+    /// when it has none.
+    pub fn of_container(
+        c: &olmkit_bundle::generate::ManagerContainer<'_>,
+        prefix: &str,
+        file: impl Into<String>,
+    ) -> Option<Self> {
+        let program = c.command()?.first()?.to_string();
+        Some(Self {
+            program,
+            working_dir: c.working_dir().map(str::to_string),
+            field: format!("{prefix}.command[0]"),
+            file: file.into(),
+        })
+    }
+
+    /// `<file>: field <field>`.
+    pub fn what(&self) -> String {
+        format!("{}: field {}", self.file, self.field)
+    }
+
+    /// The program: an absolute path (a relative one taken from `workingDir`, `.` and empty
+    /// components dropped) or a bare name. Refuses an empty one, `..`, and shells.
+    pub fn program(&self) -> Result<Program, BuildImageError> {
+        let p = &self.program;
+        let refuse = |reason: String| BuildImageError::Invalid {
+            what: self.what(),
+            reason: format!("is {p:?}: {reason}"),
+        };
+        let base = p.rsplit('/').next().unwrap_or_default();
+        if SHELLS.contains(&base) {
+            return Err(refuse(
+                "a shell, which the operator image does not have (no base image: it holds only the operator binary); make the command run the operator binary itself, e.g. command: [/manager]".into(),
+            ));
+        }
+        if p.is_empty() || p.contains('\0') {
+            return Err(refuse("not a program".into()));
+        }
+        if !p.contains('/') {
+            return Ok(Program::Search(p.clone()));
+        }
+        let joined = if p.starts_with('/') {
+            p.clone()
+        } else {
+            format!("{}/{p}", self.working_dir.as_deref().unwrap_or("/"))
+        };
+        let mut parts = Vec::new();
+        for part in joined.split('/') {
+            match part {
+                "" | "." => {}
+                ".." => {
+                    return Err(refuse(
+                        "contains `..`; write the binary's path without it".into(),
+                    ));
+                }
+                x => parts.push(x),
+            }
+        }
+        if parts.is_empty() || p.ends_with('/') {
+            return Err(refuse("names a directory, not a program".into()));
+        }
+        Ok(Program::Path(format!("/{}", parts.join("/"))))
+    }
+
+    /// Where the binary goes so that the command runs it: the program's path, or
+    /// `/usr/local/bin/<name>` for a bare name (the first directory of [`OPERATOR_PATH`]).
+    pub fn placement(&self) -> Result<String, BuildImageError> {
+        match self.program()? {
+            Program::Path(p) => Ok(p),
+            Program::Search(n) => Ok(format!("{OPERATOR_BIN_DIR}/{n}")),
+        }
+    }
+}
+
+/// Programs that are shells (or a multi-call binary holding one): a command running one needs
+/// a base image.
+const SHELLS: &[&str] = &["sh", "bash", "ash", "dash", "zsh", "ksh", "busybox"];
 
 fn check_env(env: &[String]) -> Result<(), BuildImageError> {
     for e in env {
@@ -281,40 +524,32 @@ fn normalize_ports(ports: &[String]) -> Vec<String> {
     out
 }
 
-/// Builds the operator image.
+/// Builds the operator image, its binary where [`OperatorImageInputs::exe_path`] says.
 pub fn build_operator_image(inputs: &OperatorImageInputs) -> Result<Image, BuildImageError> {
+    let exe = inputs.exe_path()?;
     let (binary, platform) = load_binary(&inputs.binary, inputs.allow_dynamic)?;
-    let name = match &inputs.binary_name {
-        Some(n) => n.clone(),
-        None => file_name(&inputs.binary)?,
-    };
-    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-        return Err(BuildImageError::Invalid {
-            what: format!("binary name {name:?}"),
-            reason: "must be a plain file name".into(),
-        });
-    }
     check_env(&inputs.env)?;
     check_ports(&inputs.exposed_ports)?;
     let ca = match &inputs.ca_certificates {
         Some(p) => Some(read_input(p)?),
         None => None,
     };
-    let exe = format!("{OPERATOR_BIN_DIR}/{name}");
+    let base = base_layer(inputs.user, ca.as_deref())?;
+    check_against_base(&base.tree, &exe)?;
     let mut bin_tree = FileTree::new();
     bin_tree.add_file(&exe, binary, EXEC_MODE)?;
 
     let oci = inputs.oci.to_map(inputs.created);
     let mut labels = oci.clone();
     merge_labels(&mut labels, &inputs.labels)?;
-    let mut env = vec!["PATH=/usr/local/bin:/usr/bin:/bin".to_string()];
+    let mut env = vec![format!("PATH={OPERATOR_PATH}")];
     if ca.is_some() {
         env.push(format!("SSL_CERT_FILE={CA_BUNDLE_PATH}"));
     }
     env.extend(inputs.env.iter().cloned());
     let spec = ImageSpec {
         layers: vec![
-            base_layer(inputs.user, ca.as_deref())?,
+            base,
             LayerSpec {
                 tree: bin_tree,
                 created_by: format!("bundle-tool: operator binary {exe}"),
@@ -336,6 +571,418 @@ pub fn build_operator_image(inputs: &OperatorImageInputs) -> Result<Image, Build
         author: None,
     };
     build_image(&spec)
+}
+
+/// An operator image that would not start as its CSV runs it.
+#[derive(Debug, Error)]
+pub enum OperatorImageCheckError {
+    /// The entrypoint is no regular file the image's user may execute.
+    #[error(
+        "the operator image's entrypoint {entrypoint} is not a regular executable file in its layers: {found}"
+    )]
+    Entrypoint {
+        /// The entrypoint's program (`(none)` when it has none).
+        entrypoint: String,
+        /// What is there instead.
+        found: String,
+    },
+    /// The CSV's manager command names no executable file of the image.
+    #[error(
+        "{what} is {program:?}, but the operator image has no executable file {looked} ({found}); the image's binary is at {binary}"
+    )]
+    Command {
+        /// `<CSV file>: field spec.install.spec.deployments[i]...command[0]`.
+        what: String,
+        /// `command[0]`.
+        program: String,
+        /// `at /bin/manager`, or `named manager on the image's PATH (...)`.
+        looked: String,
+        /// What is there instead.
+        found: String,
+        /// The image's entrypoint, where its binary is.
+        binary: String,
+    },
+    /// The CSV's command cannot name a program in the image (a shell, `..`).
+    #[error(transparent)]
+    Program(Box<BuildImageError>),
+    /// The image's config or layers cannot be read back (they were just built: a bug).
+    #[error("cannot read the operator image back: {0}")]
+    Unreadable(String),
+}
+
+impl OperatorImageCheckError {
+    /// `hint:` lines; `path_flag` is the option that chooses the binary's path, when the
+    /// command has one (`--path` for `image build operator`).
+    pub fn hints(&self, path_flag: Option<&str>) -> Vec<String> {
+        match self {
+            OperatorImageCheckError::Command {
+                program, binary, ..
+            } => {
+                let mut out = Vec::new();
+                if let Some(flag) = path_flag {
+                    out.push(format!(
+                        "leave out {flag} (and --name): the binary then goes where the command points{}",
+                        if program.starts_with('/') {
+                            format!(", or pass {flag} {program}")
+                        } else {
+                            String::new()
+                        }
+                    ));
+                }
+                out.push(format!(
+                    "{}make the manager container's command run {binary} (config/manager/manager.yaml in a kubebuilder project), and generate the bundle again",
+                    if out.is_empty() { "" } else { "or " }
+                ));
+                out
+            }
+            OperatorImageCheckError::Entrypoint { .. } => vec![
+                "the binary must be a regular file with execute permission for the image's user"
+                    .into(),
+            ],
+            OperatorImageCheckError::Program(_) | OperatorImageCheckError::Unreadable(_) => {
+                Vec::new()
+            }
+        }
+    }
+
+    /// True when the image or the CSV is at fault; false when the image cannot be read back.
+    pub fn is_user_error(&self) -> bool {
+        !matches!(self, OperatorImageCheckError::Unreadable(_))
+    }
+}
+
+/// Checks a built operator image against the pod that will run it: its entrypoint must be a
+/// regular file in its layers that its user may execute, and, with `manager`, the CSV's
+/// manager `command[0]` must name such a file (an absolute path, a relative one from
+/// `workingDir`, or a bare name found on the image's `PATH`). Reads the layers back, as a
+/// container runtime would unpack them.
+pub fn check_operator_image(
+    image: &Image,
+    manager: Option<&ManagerCommand>,
+) -> Result<(), OperatorImageCheckError> {
+    let config: serde_json::Value = serde_json::from_slice(&image.config.data)
+        .map_err(|e| OperatorImageCheckError::Unreadable(format!("config: {e}")))?;
+    let runtime = &config["config"];
+    let user = runtime
+        .get("User")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
+    let path_var = runtime
+        .get("Env")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+        .filter_map(|e| e.strip_prefix("PATH="))
+        .next_back()
+        .unwrap_or("")
+        .to_string();
+    let fs = MergedFs::of(image).map_err(OperatorImageCheckError::Unreadable)?;
+    let runner = Runner::parse(user);
+    let entrypoint = runtime
+        .get("Entrypoint")
+        .and_then(serde_json::Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
+    let entry_found = match entrypoint {
+        "" => Err("the image has no entrypoint".to_string()),
+        p if p.starts_with('/') => fs.executable(p, runner),
+        name => fs.search(name, &path_var, runner).map(|_| ()),
+    };
+    if let Err(found) = entry_found {
+        return Err(OperatorImageCheckError::Entrypoint {
+            entrypoint: if entrypoint.is_empty() {
+                "(none)".into()
+            } else {
+                entrypoint.to_string()
+            },
+            found,
+        });
+    }
+    let Some(m) = manager else {
+        return Ok(());
+    };
+    let program = m
+        .program()
+        .map_err(|e| OperatorImageCheckError::Program(Box::new(e)))?;
+    let (looked, found) = match &program {
+        Program::Path(p) => (format!("at {p}"), fs.executable(p, runner)),
+        Program::Search(n) => (
+            format!("named {n} on the image's PATH ({path_var})"),
+            fs.search(n, &path_var, runner).map(|_| ()),
+        ),
+    };
+    match found {
+        Ok(()) => Ok(()),
+        Err(found) => Err(OperatorImageCheckError::Command {
+            what: m.what(),
+            program: m.program.clone(),
+            looked,
+            found,
+            binary: entrypoint.to_string(),
+        }),
+    }
+}
+
+/// Who runs the image's processes, for execute permission.
+#[derive(Clone, Copy, Debug)]
+enum Runner {
+    /// Numeric `uid[:gid]`.
+    Ids(u64, Option<u64>),
+    /// A user name: any execute bit counts.
+    Named,
+}
+
+impl Runner {
+    fn parse(user: &str) -> Runner {
+        let (u, g) = match user.split_once(':') {
+            Some((u, g)) => (u, Some(g)),
+            None => (user, None),
+        };
+        if u.is_empty() {
+            return Runner::Ids(0, Some(0));
+        }
+        match (u.parse::<u64>(), g.map(str::parse::<u64>)) {
+            (Ok(uid), None) => Runner::Ids(uid, None),
+            (Ok(uid), Some(Ok(gid))) => Runner::Ids(uid, Some(gid)),
+            _ => Runner::Named,
+        }
+    }
+
+    fn may_execute(self, mode: u32, uid: u64, gid: u64) -> bool {
+        match self {
+            Runner::Ids(0, _) | Runner::Named => mode & 0o111 != 0,
+            Runner::Ids(u, _) if u == uid => mode & 0o100 != 0,
+            Runner::Ids(_, Some(g)) if g == gid => mode & 0o010 != 0,
+            Runner::Ids(..) => mode & 0o001 != 0,
+        }
+    }
+}
+
+/// One path of the merged file system of an image's layers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Node {
+    Dir,
+    File { mode: u32, uid: u64, gid: u64 },
+    Symlink(String),
+    HardLink(String),
+    Other,
+}
+
+/// The file system an image's layers unpack to (metadata only), whiteouts applied.
+struct MergedFs {
+    nodes: BTreeMap<String, Node>,
+}
+
+/// How many symbolic links one lookup follows (Linux's limit).
+const MAX_LINKS: usize = 40;
+
+impl MergedFs {
+    fn of(image: &Image) -> Result<Self, String> {
+        let mut nodes: BTreeMap<String, Node> = BTreeMap::new();
+        for blob in &image.layers {
+            let reader: Box<dyn std::io::Read + '_> = if blob.media_type.ends_with("gzip") {
+                Box::new(flate2::read::GzDecoder::new(&blob.data[..]))
+            } else if blob.media_type.ends_with(".tar") {
+                Box::new(&blob.data[..])
+            } else {
+                return Err(format!(
+                    "layer {} has media type {}",
+                    blob.digest, blob.media_type
+                ));
+            };
+            let mut archive = tar::Archive::new(reader);
+            let mut layer: Vec<(String, Node)> = Vec::new();
+            let mut whiteouts: Vec<String> = Vec::new();
+            let entries = archive
+                .entries()
+                .map_err(|e| format!("layer {}: {e}", blob.digest))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| format!("layer {}: {e}", blob.digest))?;
+                let raw = entry
+                    .path()
+                    .map_err(|e| format!("layer {}: {e}", blob.digest))?
+                    .to_string_lossy()
+                    .into_owned();
+                let Some(path) = clean(&raw) else { continue };
+                let (parent, name) = match path.rsplit_once('/') {
+                    Some((p, n)) => (p.to_string(), n),
+                    None => (String::new(), path.as_str()),
+                };
+                if name == ".wh..wh..opq" {
+                    whiteouts.push(format!("{parent}/"));
+                    continue;
+                }
+                if let Some(gone) = name.strip_prefix(".wh.") {
+                    whiteouts.push(join(&parent, gone));
+                    continue;
+                }
+                let h = entry.header();
+                let link = || {
+                    h.link_name()
+                        .ok()
+                        .flatten()
+                        .map(|l| l.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                };
+                let node = match h.entry_type() {
+                    tar::EntryType::Directory => Node::Dir,
+                    tar::EntryType::Regular | tar::EntryType::Continuous => Node::File {
+                        mode: h.mode().unwrap_or(0),
+                        uid: h.uid().unwrap_or(0),
+                        gid: h.gid().unwrap_or(0),
+                    },
+                    tar::EntryType::Symlink => Node::Symlink(link()),
+                    tar::EntryType::Link => Node::HardLink(link()),
+                    _ => Node::Other,
+                };
+                layer.push((path, node));
+            }
+            // Whiteouts hide what the layers below hold; then this layer's entries go on top.
+            for w in whiteouts {
+                match w.strip_suffix('/') {
+                    Some(dir) => remove_under(&mut nodes, dir),
+                    None => {
+                        nodes.remove(&w);
+                        remove_under(&mut nodes, &w);
+                    }
+                }
+            }
+            for (path, node) in layer {
+                if node != Node::Dir {
+                    remove_under(&mut nodes, &path);
+                }
+                nodes.insert(path, node);
+            }
+        }
+        Ok(Self { nodes })
+    }
+
+    /// The node at `path` after following symbolic links (in every component) and hard links.
+    fn resolve(&self, path: &str) -> Result<(&Node, String), String> {
+        let mut pending: Vec<String> = path.split('/').rev().map(str::to_string).collect();
+        let mut cur: Vec<String> = Vec::new();
+        let mut links = 0;
+        let mut last: Option<&Node> = None;
+        while let Some(part) = pending.pop() {
+            match part.as_str() {
+                "" | "." => continue,
+                ".." => {
+                    cur.pop();
+                    last = Some(&Node::Dir);
+                    continue;
+                }
+                _ => {}
+            }
+            if matches!(last, Some(Node::File { .. } | Node::Other)) {
+                return Err(format!("/{} is not a directory", cur.join("/")));
+            }
+            cur.push(part);
+            let key = cur.join("/");
+            let node = match self.nodes.get(&key) {
+                Some(n) => n,
+                // A directory the layers imply without an entry of its own.
+                None if self.has_under(&key) => &Node::Dir,
+                None => return Err(format!("nothing is at /{key}")),
+            };
+            match node {
+                Node::Symlink(target) | Node::HardLink(target) => {
+                    links += 1;
+                    if links > MAX_LINKS {
+                        return Err(format!("too many symbolic links under /{key}"));
+                    }
+                    cur.pop();
+                    // A hard link's target is a path in the archive, from the root.
+                    if target.starts_with('/') || matches!(node, Node::HardLink(_)) {
+                        cur.clear();
+                    }
+                    pending.extend(target.split('/').rev().map(str::to_string));
+                    last = Some(&Node::Dir);
+                }
+                n => last = Some(n),
+            }
+        }
+        match last {
+            Some(n) => Ok((n, format!("/{}", cur.join("/")))),
+            None => Err("that is the image root".into()),
+        }
+    }
+
+    /// Ok when `path` is a regular file `runner` may execute; else what is there instead.
+    fn executable(&self, path: &str, runner: Runner) -> Result<(), String> {
+        let (node, at) = self.resolve(path)?;
+        let via = if at == path {
+            String::new()
+        } else {
+            format!(" (through links, {at})")
+        };
+        match node {
+            Node::File { mode, uid, gid } if runner.may_execute(*mode, *uid, *gid) => Ok(()),
+            Node::File { mode, uid, gid } => Err(format!(
+                "the file{via} has mode {mode:o}, owner {uid}:{gid}: not executable by the image's user"
+            )),
+            Node::Dir => Err(format!("it is a directory{via}")),
+            _ => Err(format!("it is not a regular file{via}")),
+        }
+    }
+
+    /// The first directory of `path_var` holding an executable `name`, as execvp finds it.
+    fn search(&self, name: &str, path_var: &str, runner: Runner) -> Result<String, String> {
+        for dir in path_var.split(':').filter(|d| d.starts_with('/')) {
+            let candidate = format!("{}/{name}", dir.trim_end_matches('/'));
+            if self.executable(&candidate, runner).is_ok() {
+                return Ok(candidate);
+            }
+        }
+        Err(if path_var.is_empty() {
+            "the image sets no PATH".into()
+        } else {
+            format!("no directory of {path_var} holds an executable {name}")
+        })
+    }
+
+    fn has_under(&self, dir: &str) -> bool {
+        let prefix = format!("{dir}/");
+        self.nodes
+            .range(prefix.clone()..)
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(&prefix))
+    }
+}
+
+/// A tar member's path relative to the root, without `./`, leading or trailing `/`.
+fn clean(raw: &str) -> Option<String> {
+    let parts: Vec<&str> = raw
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+fn join(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+/// Removes every node strictly below `dir` (the whole tree for "").
+fn remove_under(nodes: &mut BTreeMap<String, Node>, dir: &str) {
+    if dir.is_empty() {
+        nodes.clear();
+        return;
+    }
+    let prefix = format!("{dir}/");
+    let below: Vec<String> = nodes
+        .range(prefix.clone()..)
+        .take_while(|(k, _)| k.starts_with(&prefix))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in below {
+        nodes.remove(&k);
+    }
 }
 
 /// How the catalog image answers OLM's `grpc_health_probe -addr=:50051` exec probe.
@@ -428,7 +1075,9 @@ pub fn configs_layer(
     }
     let mut created_by = format!("bundle-tool: File-Based Catalog at {CONFIGS_DIR}");
     if let Some(i) = index {
-        tree.add_file(INDEX_PATH, read_input(i)?, FILE_MODE)?;
+        // Named by the user: a FIFO is refused without blocking, the size bounded.
+        let index = olmkit_core::confine::read_named(i, olmkit_core::confine::CATALOG_INDEX)?;
+        tree.add_file(INDEX_PATH, index, FILE_MODE)?;
         created_by.push_str(&format!(", index at {INDEX_PATH}"));
     }
     Ok(LayerSpec { tree, created_by })
@@ -566,11 +1215,16 @@ pub fn build_bundle_image(inputs: &BundleImageInputs) -> Result<BuiltBundleImage
     for k in bundle.annotations.keys() {
         check_label_key(k)?;
     }
+    // The folders' files are read through the bundle directory as the root, as the loader
+    // above read them: a link out of the bundle, a FIFO, a hard link or a file over a bundle
+    // file's limit is refused, naming it.
+    let root = olmkit_core::confine::InputRoot::new(dir)
+        .map_err(olmkit_core::confine::ReadConfinedError::from)?;
     let mut tree = FileTree::new();
     for (src, dest) in crate::dockerfile::BUNDLE_PATHS {
         let p = dir.join(src);
         if p.is_dir() {
-            tree.add_host_dir(dest, &p)?;
+            tree.add_input_dir(dest, &root, &p, olmkit_core::confine::MANIFEST_FILE)?;
         } else if src != "tests/scorecard" {
             return Err(BuildImageError::Invalid {
                 what: p.display().to_string(),
@@ -578,9 +1232,10 @@ pub fn build_bundle_image(inputs: &BundleImageInputs) -> Result<BuiltBundleImage
             });
         }
     }
-    let dockerfile_drift = match std::fs::read_to_string(dir.join("bundle.Dockerfile")) {
-        Ok(text) => crate::dockerfile::bundle_dockerfile_drift(&text, &bundle.annotations),
-        Err(_) => Vec::new(),
+    // Read by the loader above, through the root.
+    let dockerfile_drift = match &bundle.dockerfile {
+        Some(text) => crate::dockerfile::bundle_dockerfile_drift(text, &bundle.annotations),
+        None => Vec::new(),
     };
     let spec = ImageSpec {
         layers: vec![LayerSpec {
@@ -696,6 +1351,225 @@ mod tests {
         let err = build_operator_image(&missing).unwrap_err();
         assert!(
             err.to_string().starts_with("cannot read /nonexistent/op"),
+            "{err}"
+        );
+    }
+
+    fn csv_with(containers: serde_json::Value, annotation: Option<&str>) -> serde_json::Value {
+        let mut template = serde_json::json!({"spec": {"containers": containers}});
+        if let Some(a) = annotation {
+            template["metadata"] = serde_json::json!({"annotations": {
+                "kubectl.kubernetes.io/default-container": a
+            }});
+        }
+        serde_json::json!({"kind": "ClusterServiceVersion", "spec": {"install": {"spec": {
+            "deployments": [{"name": "controller-manager", "spec": {"template": template}}]
+        }}}})
+    }
+
+    fn entrypoint(img: &Image) -> String {
+        let c: serde_json::Value = serde_json::from_slice(&img.config.data).unwrap();
+        c["config"]["Entrypoint"][0].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn the_binary_goes_where_the_csv_command_points_else_usr_local_bin() {
+        let d = tempfile::tempdir().unwrap();
+        let exe = fake_binary(d.path(), "manager-bin", None);
+        let csv = csv_with(
+            serde_json::json!([
+                {"name": "proxy", "image": "p:1", "command": ["/proxy"]},
+                {"name": "manager", "image": "m:1", "command": ["/manager"], "args": ["--leader-elect"]}
+            ]),
+            None,
+        );
+        let cmd = ManagerCommand::of_csv(&csv, "bundle/x.csv.yaml").unwrap();
+        assert_eq!(cmd.program, "/manager");
+        assert_eq!(
+            cmd.field,
+            "spec.install.spec.deployments[0].spec.template.spec.containers[1].command[0]"
+        );
+        let mut inputs = OperatorImageInputs::new(&exe, t0());
+        inputs.manager_command = Some(cmd.clone());
+        let img = build_operator_image(&inputs).unwrap();
+        assert_eq!(entrypoint(&img), "/manager");
+        check_operator_image(&img, Some(&cmd)).unwrap();
+
+        // A bare name is looked up through PATH: /usr/local/bin/<name>.
+        let mut bare = cmd.clone();
+        bare.program = "manager".into();
+        inputs.manager_command = Some(bare.clone());
+        let img = build_operator_image(&inputs).unwrap();
+        assert_eq!(entrypoint(&img), "/usr/local/bin/manager");
+        check_operator_image(&img, Some(&bare)).unwrap();
+        // Relative with a slash: from workingDir (default /).
+        let mut rel = cmd.clone();
+        rel.program = "./bin//manager".into();
+        assert_eq!(rel.placement().unwrap(), "/bin/manager");
+        rel.working_dir = Some("/opt".into());
+        assert_eq!(rel.placement().unwrap(), "/opt/bin/manager");
+
+        // No command: /usr/local/bin/<file name>, as before.
+        let plain = csv_with(
+            serde_json::json!([{"name": "manager", "image": "m:1"}]),
+            None,
+        );
+        assert_eq!(ManagerCommand::of_csv(&plain, "x"), None);
+        inputs.manager_command = None;
+        let img = build_operator_image(&inputs).unwrap();
+        assert_eq!(entrypoint(&img), "/usr/local/bin/manager-bin");
+        check_operator_image(&img, None).unwrap();
+    }
+
+    #[test]
+    fn an_explicit_path_wins_and_a_csv_command_it_misses_is_an_error_naming_both() {
+        let d = tempfile::tempdir().unwrap();
+        let exe = fake_binary(d.path(), "manager", None);
+        let csv = csv_with(
+            serde_json::json!([{"name": "manager", "image": "m:1", "command": ["/bin/manager"]}]),
+            None,
+        );
+        let cmd = ManagerCommand::of_csv(&csv, "b/m.clusterserviceversion.yaml").unwrap();
+        let mut inputs = OperatorImageInputs::new(&exe, t0());
+        inputs.binary_path = Some("/manager".into());
+        inputs.manager_command = Some(cmd.clone());
+        let img = build_operator_image(&inputs).unwrap();
+        assert_eq!(entrypoint(&img), "/manager");
+        let err = check_operator_image(&img, Some(&cmd)).unwrap_err();
+        let text = err.to_string();
+        for needle in [
+            "b/m.clusterserviceversion.yaml: field spec.install.spec.deployments[0].spec.template.spec.containers[0].command[0]",
+            "\"/bin/manager\"",
+            "no executable file at /bin/manager",
+            "nothing is at /bin",
+            "binary is at /manager",
+        ] {
+            assert!(text.contains(needle), "{needle:?} in {text}");
+        }
+        assert!(err.is_user_error());
+        let hints = err.hints(Some("--path"));
+        assert!(hints[0].contains("pass --path /bin/manager"), "{hints:?}");
+        // A name and a path together are refused.
+        inputs.binary_name = Some("op".into());
+        let err = build_operator_image(&inputs).unwrap_err();
+        assert!(err.to_string().contains("give one"), "{err}");
+    }
+
+    #[test]
+    fn binary_paths_must_be_absolute_normalized_and_clear_of_the_base_layer() {
+        for ok in ["/manager", "/usr/bin/op", "/etc/op", "/opt/x/y"] {
+            assert_eq!(check_binary_path(ok).unwrap(), ok);
+        }
+        for (bad, why) in [
+            ("manager", "is relative"),
+            ("./manager", "is relative"),
+            ("/", "image root"),
+            ("/a/../manager", "`..`"),
+            ("/./manager", "`.`"),
+            ("//manager", "empty component"),
+            ("/manager/", "empty component"),
+        ] {
+            let e = check_binary_path(bad).unwrap_err().to_string();
+            assert!(e.contains(why) && e.contains("e.g. /manager"), "{bad}: {e}");
+        }
+        let d = tempfile::tempdir().unwrap();
+        let exe = fake_binary(d.path(), "op", None);
+        for (path, why) in [
+            (
+                "/tmp/op",
+                "/tmp belongs to the image's base layer (mode 1777",
+            ),
+            ("/home/nonroot/op", "/home/nonroot belongs"),
+            ("/etc/passwd", "base layer holds this path"),
+        ] {
+            let mut inputs = OperatorImageInputs::new(&exe, t0());
+            inputs.binary_path = Some(path.into());
+            let e = build_operator_image(&inputs).unwrap_err().to_string();
+            assert!(e.contains(why), "{path}: {e}");
+        }
+    }
+
+    #[test]
+    fn shells_and_dotdot_in_the_csv_command_are_refused() {
+        let csv = csv_with(
+            serde_json::json!([{"name": "manager", "command": ["/bin/sh", "-c", "/manager"]}]),
+            None,
+        );
+        let cmd = ManagerCommand::of_csv(&csv, "c.yaml").unwrap();
+        let e = cmd.placement().unwrap_err().to_string();
+        assert!(
+            e.contains("c.yaml: field spec.install") && e.contains("a shell"),
+            "{e}"
+        );
+        let mut up = cmd.clone();
+        up.program = "/x/../manager".into();
+        assert!(up.placement().unwrap_err().to_string().contains("`..`"));
+    }
+
+    /// A layer from (path, kind) entries, for the reader's own tests.
+    fn layer_of(entries: &[(&str, EntryKind, u32)]) -> crate::layer::Blob {
+        let mut tree = FileTree::new();
+        for (p, k, mode) in entries {
+            match k {
+                EntryKind::Dir => tree.add_dir(p, *mode, Owner::ROOT).unwrap(),
+                EntryKind::File(b) => tree.add_file(p, b.clone(), *mode).unwrap(),
+                EntryKind::Symlink(t) => tree.add_symlink(p, t).unwrap(),
+            }
+        }
+        crate::layer::build_layer(&tree, 1_700_000_000)
+            .unwrap()
+            .blob
+    }
+
+    #[test]
+    fn the_reader_follows_links_and_whiteouts_and_permissions() {
+        let d = tempfile::tempdir().unwrap();
+        let exe = fake_binary(d.path(), "op", None);
+        let mut inputs = OperatorImageInputs::new(&exe, t0());
+        inputs.binary_path = Some("/manager".into());
+        let mut img = build_operator_image(&inputs).unwrap();
+        let file = |b: &str| EntryKind::File(b.as_bytes().to_vec());
+        img.layers.push(layer_of(&[
+            (
+                "/bin/manager",
+                EntryKind::Symlink("../manager".into()),
+                0o777,
+            ),
+            ("/usr/bin/ro", file("x"), 0o644),
+            ("/usr/bin/.wh.gone", file(""), 0o644),
+            (
+                "/usr/local/bin/named",
+                EntryKind::Symlink("/manager".into()),
+                0o777,
+            ),
+        ]));
+        let fs = MergedFs::of(&img).unwrap();
+        let me = Runner::parse("65532:65532");
+        fs.executable("/bin/manager", me).unwrap();
+        assert!(
+            fs.executable("/usr/bin/ro", me)
+                .unwrap_err()
+                .contains("mode 644")
+        );
+        assert!(fs.executable("/usr", me).unwrap_err().contains("directory"));
+        assert_eq!(
+            fs.search("named", OPERATOR_PATH, me).unwrap(),
+            "/usr/local/bin/named"
+        );
+        img.layers
+            .push(layer_of(&[("/.wh.manager", file(""), 0o644)]));
+        let fs = MergedFs::of(&img).unwrap();
+        assert!(
+            fs.executable("/bin/manager", me)
+                .unwrap_err()
+                .contains("nothing is at /manager")
+        );
+        // The entrypoint is checked on the image as it is.
+        let err = check_operator_image(&img, None).unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "the operator image's entrypoint /manager is not a regular executable file"
+            ),
             "{err}"
         );
     }

@@ -6,9 +6,18 @@
 //! an explicit mode and owner, so nothing depends on the umask, owner or timestamps of the
 //! machine that builds the image. Files copied from the host get mode 0755 when any execute bit
 //! is set and 0644 otherwise (git checkouts differ only in that bit).
+//!
+//! A directory copied from the host (a bundle, a catalog) is untrusted input: each of its
+//! files is opened once through the directory's root ([`InputRoot`]), checked on that
+//! descriptor (a regular file, one hard link, within a size limit) and read from it, so a
+//! link out of the directory swapped in after it was listed, a FIFO, a hard link to a file
+//! outside or a sparse file of many gigabytes is refused, naming it, instead of being copied
+//! into the image.
 
 use crate::error::BuildImageError;
+use olmkit_core::confine::{IMAGE_LAYER_FILE, InputFile, InputRoot, ReadConfinedError, SizeLimit};
 use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path};
 
 /// Owner of an entry (numeric ids; images carry no user names in their tar headers).
@@ -276,28 +285,65 @@ impl FileTree {
     }
 
     /// Copies the host file `src` to `dest` (mode 0755 if executable on the host, else 0644),
-    /// owned by root.
+    /// owned by root. `src` is named by the caller, so a link is followed; the file is opened
+    /// without blocking, checked to be a regular file and read from that descriptor, at most
+    /// [`IMAGE_LAYER_FILE`].
     pub fn add_host_file(&mut self, dest: &str, src: &Path) -> Result<(), BuildImageError> {
-        let data = read_host(src)?;
-        let mode = if is_executable(src)? {
-            EXEC_MODE
-        } else {
-            FILE_MODE
-        };
-        self.add_file(dest, data, mode)
+        let file = olmkit_core::confine::open_named(src)?;
+        self.add_opened_file(dest, file, IMAGE_LAYER_FILE)
+    }
+
+    /// Adds an opened file: its bytes (within `limit`) and its mode, from its descriptor.
+    fn add_opened_file(
+        &mut self,
+        dest: &str,
+        file: InputFile,
+        limit: SizeLimit,
+    ) -> Result<(), BuildImageError> {
+        let executable = file
+            .file()
+            .metadata()
+            .map_err(|source| BuildImageError::ReadInput {
+                path: file.path().to_path_buf(),
+                source,
+            })?
+            .permissions()
+            .mode()
+            & 0o111
+            != 0;
+        let data = file.read_to_end(limit)?;
+        self.add_file(dest, data, if executable { EXEC_MODE } else { FILE_MODE })
     }
 
     /// Copies the host directory `src` (recursively) to `dest`, like `COPY src dest/` does:
     /// directories 0755, files 0644 or 0755, everything owned by root. Symlinks are kept as
     /// symlinks when they point inside `src` with a relative target; anything else (absolute
-    /// or escaping symlinks, sockets, devices) is refused, naming the file.
+    /// or escaping symlinks, sockets, devices) is refused, naming the file. Files are read
+    /// through `src` as the root ([`FileTree::add_input_dir`]), each at most
+    /// [`IMAGE_LAYER_FILE`].
     pub fn add_host_dir(&mut self, dest: &str, src: &Path) -> Result<(), BuildImageError> {
+        if !src.is_dir() {
+            return Err(not_a_directory(src));
+        }
+        let root = InputRoot::new(src).map_err(ReadConfinedError::from)?;
+        self.add_input_dir(dest, &root, src, IMAGE_LAYER_FILE)
+    }
+
+    /// [`FileTree::add_host_dir`] for the directory `src` of the input `root` (`src` is the
+    /// root or under it, as the root's path names it): every file is opened once through the
+    /// root, without following a link out of it, checked on the descriptor (a regular file,
+    /// one hard link unless `BUNDLE_TOOL_ALLOW_HARD_LINKS` says otherwise, at most `limit`)
+    /// and read from it. Symlinks are kept as in [`FileTree::add_host_dir`].
+    pub fn add_input_dir(
+        &mut self,
+        dest: &str,
+        root: &InputRoot,
+        src: &Path,
+        limit: SizeLimit,
+    ) -> Result<(), BuildImageError> {
         let dest = normalize_image_path(dest)?;
         if !src.is_dir() {
-            return Err(BuildImageError::ReadInput {
-                path: src.to_path_buf(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
-            });
+            return Err(not_a_directory(src));
         }
         self.add_dir(&dest, DIR_MODE, Owner::ROOT)?;
         let walker = walkdir::WalkDir::new(src)
@@ -321,7 +367,9 @@ impl FileTree {
             if ft.is_dir() {
                 self.add_dir(&target, DIR_MODE, Owner::ROOT)?;
             } else if ft.is_file() {
-                self.add_host_file(&target, item.path())?;
+                // Listed as a file; what is opened is whatever the name is now, checked.
+                let file = root.open(item.path())?;
+                self.add_opened_file(&target, file, limit)?;
             } else if ft.is_symlink() {
                 let link = std::fs::read_link(item.path()).map_err(|source| {
                     BuildImageError::ReadInput {
@@ -346,6 +394,13 @@ impl FileTree {
             }
         }
         Ok(())
+    }
+}
+
+fn not_a_directory(src: &Path) -> BuildImageError {
+    BuildImageError::ReadInput {
+        path: src.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
     }
 }
 
@@ -396,22 +451,6 @@ fn check_symlink_inside(full: &Path, rel: &Path, link: &Path) -> Result<(), Buil
         }
     }
     Ok(())
-}
-
-fn read_host(src: &Path) -> Result<Vec<u8>, BuildImageError> {
-    std::fs::read(src).map_err(|source| BuildImageError::ReadInput {
-        path: src.to_path_buf(),
-        source,
-    })
-}
-
-fn is_executable(src: &Path) -> Result<bool, BuildImageError> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(src).map_err(|source| BuildImageError::ReadInput {
-        path: src.to_path_buf(),
-        source,
-    })?;
-    Ok(meta.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(test)]

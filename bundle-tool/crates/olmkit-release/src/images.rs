@@ -7,6 +7,14 @@
 //!
 //! With `--use-image-digests` the operator image is built before generation instead
 //! ([`operator_image_for_csv`]): its digest goes into the CSV.
+//!
+//! The operator binary goes where the manager container's `command[0]` points (kubebuilder's
+//! `/manager`; a bare name through the image's `PATH`), or, without a command, to
+//! `/usr/local/bin/<binary file name>` as the image's entrypoint (olmkit-image's
+//! `images` module docs, "Where the operator binary goes"). Once the bundle is validated,
+//! [`check_operator`] reads the operator image back and refuses it, before anything is
+//! written, when its entrypoint is no executable file or the CSV's manager command names a
+//! path the image lacks.
 
 use crate::plan::{Planned, later_versions};
 use crate::{Event, Progress, ReleaseConfig};
@@ -16,8 +24,9 @@ use olmkit_catalog::release::{Outcome, ReleasePlan};
 use olmkit_core::fsio::{Changeset, WriteOutputError};
 use olmkit_image::build::{BuildImageError, Image};
 use olmkit_image::images::{
-    BundleImageInputs, CatalogImageInputs, CatalogServer, HealthProbe, OciLabels,
-    OperatorImageInputs, build_bundle_image, build_catalog_image, build_operator_image,
+    BundleImageInputs, CatalogImageInputs, CatalogServer, HealthProbe, ManagerCommand, OciLabels,
+    OperatorImageCheckError, OperatorImageInputs, build_bundle_image, build_catalog_image,
+    build_operator_image, check_operator_image,
 };
 use olmkit_image::layout::{WriteLayoutError, WriteSummary, write_to_layout};
 use semver::Version;
@@ -81,6 +90,9 @@ pub enum ImagesError {
     /// olmkit-image refused or failed.
     #[error(transparent)]
     Build(Box<BuildImageError>),
+    /// The operator image would not start as the CSV runs it.
+    #[error(transparent)]
+    Check(Box<OperatorImageCheckError>),
     /// Staging what an image packs failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -103,6 +115,7 @@ impl ImagesError {
                 "pass --{kind}-repo REPO (or --operator-repo), or --no-images"
             )],
             ImagesError::Build(e) => build_hint(e).into_iter().map(String::from).collect(),
+            ImagesError::Check(e) => e.hints(None),
             ImagesError::Io(_)
             | ImagesError::Stage(_)
             | ImagesError::StageCatalog(_)
@@ -115,6 +128,7 @@ impl ImagesError {
         match self {
             ImagesError::NoRepository { .. } => true,
             ImagesError::Build(e) => e.is_user_error(),
+            ImagesError::Check(e) => e.is_user_error(),
             _ => false,
         }
     }
@@ -173,6 +187,7 @@ fn operator_image(
         });
     };
     let mut oi = OperatorImageInputs::new(bin, planned.image_time);
+    oi.manager_command = planned.manager_command.clone();
     oi.oci = OciLabels {
         title: Some(planned.package.clone()),
         version: Some(planned.version.to_string()),
@@ -186,6 +201,25 @@ fn operator_image(
         pushed: false,
     });
     Ok(image)
+}
+
+/// Checks the operator image (when one was built) against the CSV of the bundle as it will be
+/// on disk, `loaded`: its entrypoint must be an executable file in its layers, and the manager
+/// container's `command[0]` must name one (see the module docs).
+pub(crate) fn check_operator(
+    built: &Built,
+    loaded: &olmkit_bundle::Bundle,
+) -> Result<(), ImagesError> {
+    let Some(op) = built.images.iter().find(|i| i.kind == ImageKind::Operator) else {
+        return Ok(());
+    };
+    let manager = loaded.csv().and_then(|csv| {
+        ManagerCommand::of_csv(
+            &csv.object,
+            loaded.root.join(&csv.file).display().to_string(),
+        )
+    });
+    check_operator_image(&op.image, manager.as_ref()).map_err(|e| ImagesError::Check(Box::new(e)))
 }
 
 /// Runs one image build between its start and end events.

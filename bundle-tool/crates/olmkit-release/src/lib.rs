@@ -18,12 +18,15 @@
 //! 0. [`recover::recover_interrupted`] finishes a release killed while committing, before
 //!    anything is read.
 //! 1. [`plan`]: the version, the catalog, the package, its target channels and CSV edges,
-//!    `createdAt` and the image names ([`plan::open`], [`plan::plan`]); later, once the bundle
-//!    image is known, the catalog changes ([`plan::plan_catalog`]).
+//!    `createdAt` and the image names ([`plan::open`], [`plan::plan`]; a manager image with no
+//!    registry host and no `--operator-repo` is refused); later, once the bundle image is known,
+//!    the catalog changes ([`plan::plan_catalog`]).
 //! 2. [`generate`]: the bundle, with the operator's containers pointed at the new image.
 //! 3. [`validate`]: the bundle as it will be on disk, and the immutability of released versions.
 //! 4. [`images`]: operator, bundle and catalog images (the operator image comes first, in the
-//!    generate step, when the CSV pins it by digest).
+//!    generate step, when the CSV pins it by digest). The operator binary goes where the CSV's
+//!    manager container `command` points (else to `/usr/local/bin/<name>`, the entrypoint), and
+//!    the built image is checked against that CSV before anything is written.
 //! 5. [`commit`]: `bundle/` and the catalog in one crash-safe changeset.
 //!
 //! [`prepare`] runs steps 1 to 4 after the caller has loaded the manifests; the caller writes
@@ -73,7 +76,8 @@ pub struct ReleaseConfig {
     pub catalog_dir: PathBuf,
     /// Where released bundles live: `<bundle_root>/<package>/<version>/`.
     pub bundle_root: PathBuf,
-    /// Operator image repository (default: the manifests' manager image's repository).
+    /// Operator image repository (default: the manifests' manager image's repository, which
+    /// must then name a registry: a placeholder such as `controller:latest` is refused).
     pub operator_repo: Option<String>,
     /// Bundle image repository (default: `<operator repo>-bundle`).
     pub bundle_repo: Option<String>,
@@ -205,6 +209,7 @@ pub fn prepare(
         progress(Event::Stage(Stage::Images));
     }
     let bundle_ref = images::bundle_step(config, &planned, &generated, &mut built, progress)?;
+    images::check_operator(&built, &validated.loaded)?;
     let image_in_catalog = match &planned.recorded_image {
         // A released version keeps the bundle image its catalog entry names.
         Some(image) => image.clone(),

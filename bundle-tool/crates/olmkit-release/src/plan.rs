@@ -3,6 +3,12 @@
 //! upgrade edges, `createdAt`, the image names; and, once the bundle image is known, the
 //! catalog changes ([`plan_catalog`]), through olmkit-catalog's release planner.
 //!
+//! The image names come from the manifests' manager image (olmkit-bundle's manager-container
+//! rule) unless `--operator-repo` names the repository; a manager image with no registry host
+//! (kubebuilder's `controller:latest`) is a placeholder, and without `--operator-repo` the
+//! release is refused ([`PlanError::PlaceholderImage`]) rather than publish `controller:<version>`.
+//! The manager container's `command` is recorded too: the operator image puts its binary there.
+//!
 //! A version already in the catalog is a re-release: its recorded edges, channels, bundle
 //! image and `createdAt` are reused, so that re-running it regenerates the same bytes.
 
@@ -18,6 +24,7 @@ use olmkit_catalog::release::{
 };
 use olmkit_catalog::render::{RenderBundleError, RenderOptions, render_bundle_release};
 use olmkit_core::epoch::{self, ReadEpochError};
+use olmkit_image::images::ManagerCommand;
 use semver::Version;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -25,6 +32,10 @@ use thiserror::Error;
 
 /// The hint of every `SOURCE_DATE_EPOCH` problem.
 const EPOCH_HINT: &str = "unset SOURCE_DATE_EPOCH or set it to seconds since 1970";
+
+/// The hint of a placeholder manager image.
+pub const PLACEHOLDER_HINT: &str =
+    "pass --operator-repo REGISTRY/NAME (the image the CSV should reference)";
 
 /// Planning refused the release, or could not read what it plans from.
 #[derive(Debug, Error)]
@@ -64,6 +75,19 @@ pub enum PlanError {
     /// The catalog change would break the package's graph.
     #[error(transparent)]
     Graph(Box<PlanReleaseError>),
+    /// The manager image is a placeholder (no registry host) and no `--operator-repo` names the
+    /// real one: the release would publish the operator image under the placeholder's name.
+    #[error(
+        "the manifests' manager image {image:?} names no registry host: it is a placeholder (kubebuilder scaffolds controller:latest), and without --operator-repo the release would write {repo}:{version} into the CSV and build the operator image under that name"
+    )]
+    PlaceholderImage {
+        /// The manager image as the manifests give it.
+        image: String,
+        /// Its repository.
+        repo: String,
+        /// The version released.
+        version: Version,
+    },
     /// The CSV's `replaces` and the first channel's new entry disagree (a bug).
     #[error("the CSV replaces {csv:?} but the catalog entry would replace {catalog:?}")]
     EdgeMismatch {
@@ -110,6 +134,7 @@ impl PlanError {
                 ]
             }
             PlanError::Epoch(_) => vec![EPOCH_HINT.into()],
+            PlanError::PlaceholderImage { .. } => vec![PLACEHOLDER_HINT.into()],
             PlanError::Graph(_) => vec![
                 "nothing was written; `bundle-tool graph` shows the channels as they are".into(),
             ],
@@ -196,6 +221,9 @@ pub struct Planned {
     pub image_time: jiff::Timestamp,
     /// Image repositories.
     pub names: ImageNames,
+    /// The command of the manifests' manager container, where the operator image puts its
+    /// binary (`None`: no command, the pod runs the image's entrypoint).
+    pub manager_command: Option<ManagerCommand>,
     /// The package's default channel after the release.
     pub default_channel: Option<String>,
     /// The default channel the bundle's annotations name (only one of its own channels).
@@ -250,6 +278,8 @@ pub fn plan(
         Err(_) => epoch::source_date_epoch()?.unwrap_or(jiff::Timestamp::UNIX_EPOCH),
     };
     let names = image_names(config, inputs);
+    refuse_placeholder(config, inputs, &names, version)?;
+    let manager_command = manager_command(inputs);
     let default_channel = config.default_channel.clone().or_else(|| {
         cfg.packages
             .iter()
@@ -272,9 +302,66 @@ pub fn plan(
         created_at,
         image_time,
         names,
+        manager_command,
         default_channel,
         bundle_default,
     })
+}
+
+/// A manager image with no registry host (`controller:latest`, `controller`, `my-operator:v1`)
+/// is a placeholder, kubebuilder's until `make deploy IMG=...` sets one: without
+/// `--operator-repo` the release would write `controller:<version>` into the CSV and publish
+/// the operator image under it, so it is refused. An explicit `docker.io/...` is a registry.
+fn refuse_placeholder(
+    config: &ReleaseConfig,
+    inputs: &GenerateInputs,
+    names: &ImageNames,
+    version: &Version,
+) -> Result<(), PlanError> {
+    if config.operator_repo.is_some() {
+        return Ok(());
+    }
+    let Some(image) = inputs.manager_image() else {
+        return Ok(());
+    };
+    if names_registry(image) {
+        return Ok(());
+    }
+    Err(PlanError::PlaceholderImage {
+        image: image.to_string(),
+        repo: names.current_repo.clone().unwrap_or_default(),
+        version: version.clone(),
+    })
+}
+
+/// Whether `reference` names its registry host as written (`quay.io/...`, `localhost:5000/...`,
+/// `docker.io/...`), by olmkit-core's reference grammar. A reference that does not parse is left
+/// to validation, which names it.
+pub fn names_registry(reference: &str) -> bool {
+    match olmkit_core::image_ref::ImageRef::parse(reference) {
+        Ok(r) => {
+            r.domain != "docker.io"
+                || reference.starts_with("docker.io/")
+                || reference.starts_with("index.docker.io/")
+        }
+        Err(_) => true,
+    }
+}
+
+/// The command of the manifests' manager container (olmkit-bundle's rule over their
+/// Deployments, the first of which becomes the CSV's first deployment).
+fn manager_command(inputs: &GenerateInputs) -> Option<ManagerCommand> {
+    let c = inputs.manager_container()?;
+    let doc = inputs.manifests.iter().find(|d| d.kind() == "Deployment")?;
+    ManagerCommand::of_container(
+        &c,
+        &format!("spec.template.spec.containers[{}]", c.index),
+        format!(
+            "{} (Deployment {})",
+            doc.source,
+            olmkit_core::object::name(&doc.object)
+        ),
+    )
 }
 
 /// Image names. The manifests' manager image says which containers run the operator; the
@@ -527,6 +614,66 @@ mod tests {
             skip_mode(&c),
             SkipRangeMode::Explicit(">=0.1.0 <0.2.0".into())
         );
+    }
+
+    #[test]
+    fn the_manager_command_comes_from_the_manager_container() {
+        let doc = olmkit_bundle::load::InputDocument {
+            source: "config/manager/manager.yaml".into(),
+            index: 2,
+            item: None,
+            object: serde_json::json!({
+                "kind": "Deployment",
+                "metadata": {"name": "controller-manager"},
+                "spec": {"template": {"spec": {"containers": [
+                    {"name": "proxy", "image": "p:1", "command": ["/proxy"]},
+                    {"name": "manager", "image": "m:1", "command": ["/manager"]}
+                ]}}}
+            }),
+        };
+        let inputs = GenerateInputs {
+            manifests: vec![doc],
+            ..Default::default()
+        };
+        let c = manager_command(&inputs).unwrap();
+        assert_eq!(c.program, "/manager");
+        assert_eq!(
+            c.what(),
+            "config/manager/manager.yaml (Deployment controller-manager): field spec.template.spec.containers[1].command[0]"
+        );
+    }
+
+    #[test]
+    fn placeholder_images_name_no_registry() {
+        for placeholder in [
+            "controller:latest",
+            "controller",
+            "example/op:v1",
+            "op@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        ] {
+            assert!(!names_registry(placeholder), "{placeholder}");
+        }
+        for real in [
+            "quay.io/example/op:0.1.0",
+            "localhost:5000/op",
+            "localhost/op",
+            "docker.io/library/op:1",
+            "index.docker.io/me/op",
+            "registry.example.com:443/team/op",
+        ] {
+            assert!(names_registry(real), "{real}");
+        }
+        let e = PlanError::PlaceholderImage {
+            image: "controller:latest".into(),
+            repo: "controller".into(),
+            version: Version::new(0, 1, 0),
+        };
+        assert!(e.to_string().contains("controller:0.1.0"), "{e}");
+        assert_eq!(
+            e.hints(),
+            ["pass --operator-repo REGISTRY/NAME (the image the CSV should reference)"]
+        );
+        assert!(e.is_user_error());
     }
 
     #[test]

@@ -74,28 +74,92 @@ pub struct GenerateInputs {
 impl GenerateInputs {
     /// The operator's manager image among the manifests' Deployments ([`manager_image`]).
     pub fn manager_image(&self) -> Option<&str> {
-        manager_image(
-            self.manifests
-                .iter()
-                .filter(|d| d.kind() == "Deployment")
-                .map(|d| &d.object),
-        )
+        manager_image(self.deployments())
+    }
+
+    /// The operator's manager container among the manifests' Deployments
+    /// ([`manager_container`]).
+    pub fn manager_container(&self) -> Option<ManagerContainer<'_>> {
+        manager_container(self.deployments())
+    }
+
+    fn deployments(&self) -> impl Iterator<Item = &serde_json::Value> {
+        self.manifests
+            .iter()
+            .filter(|d| d.kind() == "Deployment")
+            .map(|d| &d.object)
     }
 }
 
-/// The image of the operator's manager: in the first of `deployments`, the container named
-/// `manager` (kubebuilder's name), else its first container. The one rule for "the operator's
-/// image": the CSV's `containerImage` annotation and the containers a release points at the
-/// new operator image are both found with it, so they can never name different containers.
-pub fn manager_image<'a>(
+/// The pod-template annotation kubectl (and kubebuilder's scaffold) uses to name a pod's main
+/// container.
+pub const DEFAULT_CONTAINER_ANNOTATION: &str = "kubectl.kubernetes.io/default-container";
+
+/// The operator's manager container: which one it is and what it runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ManagerContainer<'a> {
+    /// Index of its Deployment among those given (always 0: the first one).
+    pub deployment: usize,
+    /// Index in the pod template's `containers`.
+    pub index: usize,
+    /// The container object.
+    pub container: &'a serde_json::Value,
+}
+
+impl<'a> ManagerContainer<'a> {
+    /// Its `image`.
+    pub fn image(&self) -> Option<&'a str> {
+        crate::json::str_at(self.container, "/image")
+    }
+    /// Its `command`, when it has one (strings only).
+    pub fn command(&self) -> Option<Vec<&'a str>> {
+        let list = self.container.get("command")?.as_array()?;
+        list.iter().map(serde_json::Value::as_str).collect()
+    }
+    /// Its `workingDir`.
+    pub fn working_dir(&self) -> Option<&'a str> {
+        crate::json::str_at(self.container, "/workingDir")
+    }
+}
+
+/// The operator's manager container: in the first of `deployments` (Deployment objects, or a
+/// CSV's `spec.install.spec.deployments` entries: both keep the pod template at
+/// `/spec/template`), the container the pod template's `kubectl.kubernetes.io/default-container`
+/// annotation names (kubebuilder's scaffold sets it to `manager`), else the one named `manager`
+/// (kubebuilder's name), else the first. The one rule for "the operator's container": the CSV's
+/// `containerImage` annotation, the containers a release points at the new operator image and
+/// the command the operator image must hold are all found with it, so they can never name
+/// different containers.
+pub fn manager_container<'a>(
     mut deployments: impl Iterator<Item = &'a serde_json::Value>,
+) -> Option<ManagerContainer<'a>> {
+    let deployment = deployments.next()?;
+    let containers = crate::json::arr_at(deployment, "/spec/template/spec/containers");
+    let named = |name: &str| {
+        containers
+            .iter()
+            .position(|c| crate::json::str_at(c, "/name") == Some(name))
+    };
+    let annotated = deployment
+        .pointer("/spec/template/metadata/annotations")
+        .and_then(|a| a.get(DEFAULT_CONTAINER_ANNOTATION))
+        .and_then(serde_json::Value::as_str);
+    let index = annotated
+        .and_then(named)
+        .or_else(|| named("manager"))
+        .or_else(|| (!containers.is_empty()).then_some(0))?;
+    Some(ManagerContainer {
+        deployment: 0,
+        index,
+        container: &containers[index],
+    })
+}
+
+/// The image of the operator's manager: the `image` of [`manager_container`].
+pub fn manager_image<'a>(
+    deployments: impl Iterator<Item = &'a serde_json::Value>,
 ) -> Option<&'a str> {
-    let containers = crate::json::arr_at(deployments.next()?, "/spec/template/spec/containers");
-    containers
-        .iter()
-        .find(|c| crate::json::str_at(c, "/name") == Some("manager"))
-        .or_else(|| containers.first())
-        .and_then(|c| crate::json::str_at(c, "/image"))
+    manager_container(deployments).and_then(|c| c.image())
 }
 
 /// One deliberate difference from `operator-sdk generate bundle` (v1.38.0). Each is on by
@@ -447,4 +511,38 @@ pub fn generate_bundle_with(
         root_files,
         notes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn deployment(annotation: Option<&str>, names: &[&str]) -> serde_json::Value {
+        let mut d = json!({"spec": {"template": {"spec": {"containers": names
+            .iter()
+            .map(|n| json!({"name": n, "image": format!("{n}:1"), "command": [format!("/{n}")]}))
+            .collect::<Vec<_>>()}}}});
+        if let Some(a) = annotation {
+            d["spec"]["template"]["metadata"] =
+                json!({"annotations": {DEFAULT_CONTAINER_ANNOTATION: a}});
+        }
+        d
+    }
+
+    #[test]
+    fn the_manager_is_the_annotated_container_else_manager_else_the_first() {
+        let pick = |d: &serde_json::Value| manager_container(std::iter::once(d)).map(|c| c.index);
+        assert_eq!(pick(&deployment(None, &["proxy", "manager"])), Some(1));
+        assert_eq!(pick(&deployment(Some("op"), &["manager", "op"])), Some(1));
+        // An annotation naming no container is ignored.
+        assert_eq!(pick(&deployment(Some("gone"), &["x", "manager"])), Some(1));
+        assert_eq!(pick(&deployment(None, &["a", "b"])), Some(0));
+        assert_eq!(pick(&deployment(None, &[])), None);
+        let d = deployment(Some("op"), &["manager", "op"]);
+        let c = manager_container(std::iter::once(&d)).unwrap();
+        assert_eq!(c.image(), Some("op:1"));
+        assert_eq!(c.command(), Some(vec!["/op"]));
+        assert_eq!(manager_image(std::iter::once(&d)), Some("op:1"));
+    }
 }
