@@ -238,14 +238,22 @@ fn previous_bundle_upgrade_checks() {
         .assert()
         .success()
         .stdout("0 error(s), 0 warning(s)\n");
+    // OLM v1's CRD upgrade safety check refuses 0.0.1 -> 0.4.0 (fields made required, status
+    // fields removed); the CRD 0.4.0 stops shipping stays behind (a warning).
     bt().arg("validate")
         .arg(a.join("0.4.0"))
         .arg("--previous")
         .arg(a.join("0.0.1"))
         .assert()
-        .success()
+        .code(1)
         .stdout(predicates::str::contains("warning[crd-upgrade]"))
-        .stdout(predicates::str::contains("spec.listener becomes required"));
+        .stdout(predicates::str::contains("error[crd-upgrade]"))
+        .stdout(predicates::str::contains(
+            "v1beta1: ^.spec: required: new required fields: [listener oidcServer]",
+        ))
+        .stdout(predicates::str::contains(
+            "v1beta1: ^.status.ready: existingFieldRemoval: removed field",
+        ));
     // Going backwards is an error.
     bt().arg("validate")
         .arg(a.join("0.12.0"))

@@ -848,17 +848,24 @@ fn upgrade_from_a_previous_bundle() {
     let r = run_with(&bad, Some(&previous), &[]);
     let msgs = r.render_text();
     expect(&r, "crd-upgrade", Severity::Error, CRD, "spec.versions");
+    // OLM v1's CRD upgrade safety (operator-controller crdupgradesafety) refuses all of these.
     assert!(
-        msgs.contains("drops version v1, which the previous bundle stored objects in"),
+        msgs.contains("storedVersionRemoval: stored versions removed : [v1]"),
         "{msgs}"
     );
     assert!(msgs.contains("removes served version v1alpha1"), "{msgs}");
-    assert!(msgs.contains("spec.replicas becomes required"), "{msgs}");
-    assert!(msgs.contains("maximum tightens from 1000 to 3"), "{msgs}");
+    assert!(
+        msgs.contains("v1beta1: ^.spec: required: new required fields: [replicas]"),
+        "{msgs}"
+    );
+    assert!(
+        msgs.contains("v1beta1: ^.spec.replicas: maximum: maximum decreased : 1000 -> 3"),
+        "{msgs}"
+    );
     expect(
         &r,
         "crd-upgrade",
-        Severity::Warning,
+        Severity::Error,
         CRD,
         "spec.versions[0].schema.openAPIV3Schema",
     );
@@ -1063,5 +1070,63 @@ fn embedded_deployment_types_and_ranges() {
         !run_default(&f).has_errors(),
         "{}",
         run_default(&f).render_text()
+    );
+}
+
+/// operator-framework/api `validateV1Beta1CRD` applies apiextensions/v1beta1 defaulting
+/// (`SetDefaults_CustomResourceDefinitionSpec`) before `ValidateCustomResourceDefinition`: a
+/// v1beta1 CRD without `spec.scope` (or with `scope: ""`) is `Namespaced`, and valid; a v1
+/// CRD gets no such default. `singular` and `listKind` default from the kind in both, and are
+/// checked as such.
+#[test]
+fn v1beta1_crd_defaults_apply_before_validation() {
+    const BETA: &str = "manifests/etcdclusters.crd.yaml";
+    let upstream = common::fixtures().join("crd-defaulting/v1beta1.crd.yaml");
+    let crd = parse_document(BETA, &std::fs::read(upstream).unwrap()).unwrap();
+    let crd_findings = |crd: Value| -> Vec<String> {
+        let mut f = files();
+        add(&mut f, BETA, crd);
+        run_default(&f)
+            .findings
+            .into_iter()
+            .filter(|x| x.file.as_deref() == Some(BETA) && x.rule == "crd-versions")
+            .map(|x| format!("{} {}", x.severity, x.message))
+            .collect()
+    };
+    // Upstream's valid v1beta1 CRD, as written, without a scope, with an empty one.
+    assert_eq!(crd_findings(crd.clone()), Vec::<String>::new());
+    let mut no_scope = crd.clone();
+    no_scope["spec"].as_object_mut().unwrap().remove("scope");
+    assert_eq!(crd_findings(no_scope.clone()), Vec::<String>::new());
+    let mut empty_scope = crd.clone();
+    empty_scope["spec"]["scope"] = json!("");
+    assert_eq!(crd_findings(empty_scope), Vec::<String>::new());
+    // Defaulted names are validated: an invalid kind makes singular and listKind invalid too.
+    let mut bad_kind = no_scope;
+    let names = bad_kind["spec"]["names"].as_object_mut().unwrap();
+    names.remove("singular");
+    names.remove("listKind");
+    names.insert("kind".into(), json!("Etcd_Cluster"));
+    let got = crd_findings(bad_kind).join("\n");
+    for field in [
+        "spec.names.kind",
+        "spec.names.singular",
+        "spec.names.listKind",
+    ] {
+        assert!(got.contains(&format!("{field}: ")), "{field}:\n{got}");
+    }
+    assert!(!got.contains("spec.scope"), "{got}");
+    // apiextensions/v1 does not default the scope.
+    let mut f = files();
+    edit(&mut f, CRD, |v| {
+        v["spec"].as_object_mut().unwrap().remove("scope");
+    });
+    let r = run_default(&f);
+    assert!(
+        r.findings.iter().any(|x| x.rule == "crd-versions"
+            && x.severity == Severity::Error
+            && x.message.contains("spec.scope: Unsupported value: \"\"")),
+        "{}",
+        r.render_text()
     );
 }

@@ -14,7 +14,6 @@
 //! which CSV a channel switch leads to.
 
 use crate::graph::{ChannelGraph, EdgeKind, PackageGraph};
-use crate::version_range::VersionRange;
 use serde::Serialize;
 use thiserror::Error;
 
@@ -121,32 +120,25 @@ impl UpgradePath {
 }
 
 /// Bundles of `channel` that are direct successors of `installed` (by replaces, skips or
-/// skipRange), with the strongest edge kind for each.
+/// skipRange), with the strongest edge kind for each, sorted by name. These are the
+/// channel's edges from `installed` as the catalog model resolves them
+/// ([`crate::model::Channel::edges`]), the same ones `graph` draws: one computation for both.
+/// `_pkg` is kept for callers; the edges already carry every bundle version they need.
 pub fn successors(
-    pkg: &PackageGraph,
+    _pkg: &PackageGraph,
     channel: &ChannelGraph,
     installed: &str,
 ) -> Vec<(String, EdgeKind)> {
-    let installed_version = pkg.version_of(installed);
     let mut out: Vec<(String, EdgeKind)> = Vec::new();
-    for n in channel.nodes.iter().filter(|n| n.in_channel) {
-        if n.name == installed {
+    // Sorted by (from, to, kind), and `Replaces < Skips < SkipRange`: the first edge to each
+    // successor is the strongest.
+    for e in channel.successors_of(installed) {
+        if e.to == installed || !channel.contains(&e.to) {
             continue;
         }
-        let kind = if n.entry.replaces == installed {
-            Some(EdgeKind::Replaces)
-        } else if n.entry.skips.iter().any(|s| s == installed) {
-            Some(EdgeKind::Skips)
-        } else if let (Some(v), Ok(r)) =
-            (installed_version, VersionRange::parse(&n.entry.skip_range))
-            && r.contains(v)
-        {
-            Some(EdgeKind::SkipRange)
-        } else {
-            None
-        };
-        if let Some(k) = kind {
-            out.push((n.name.clone(), k));
+        match out.last() {
+            Some((to, _)) if *to == e.to => {}
+            _ => out.push((e.to.clone(), e.kind)),
         }
     }
     out

@@ -89,7 +89,7 @@ impl ChannelGraph {
     pub fn contains(&self, name: &str) -> bool {
         self.node(name).is_some_and(|n| n.in_channel)
     }
-    /// Edges into `name` (its successors point at it? no: edges whose `from` is `name`).
+    /// Edges whose `from` is `name` (its upgrades), in edge order.
     pub fn successors_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Edge> + 'a {
         self.edges.iter().filter(move |e| e.from == name)
     }

@@ -111,7 +111,7 @@ pub fn text(g: &PackageGraph) -> String {
                     .map(|e| e.from.as_str())
                     .collect();
                 let covered = if covered.is_empty() {
-                    "no bundle of this channel".to_string()
+                    "no bundle of this package".to_string()
                 } else {
                     covered.join(", ")
                 };

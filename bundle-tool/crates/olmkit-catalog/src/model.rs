@@ -75,9 +75,11 @@ pub struct Channel<'a> {
     pub index: usize,
     /// Entries that no entry replaces or skips, sorted (one for a valid channel).
     pub heads: Vec<&'a str>,
-    /// `replaces`, `skips` and `skipRange` edges, sorted by (from, to, kind).
+    /// `replaces`, `skips` and `skipRange` edges, sorted by (from, to, kind): the one
+    /// computation of a channel's upgrade edges, which `graph` draws and `explain` follows.
     pub edges: Vec<Edge<'a>>,
-    /// Names that `replaces` or `skips` point at but that are not entries, sorted.
+    /// Names that edges come from but that are not entries, sorted: what `replaces` or
+    /// `skips` point at, and bundles of other channels that a `skipRange` covers.
     pub external: Vec<&'a str>,
 }
 
@@ -485,8 +487,12 @@ impl<'a> Channel<'a> {
     }
 }
 
-/// A channel's edges and the names outside it that edges point at. `skipRange` edges come
-/// from every name shown (entries and outside names) whose version the range contains.
+/// A channel's edges and the names outside it that edges come from. An entry is a successor
+/// of a bundle it `replaces` or `skips`, or whose version its `skipRange` contains, wherever
+/// that bundle is: OLM v0's resolver and OLM v1 (operator-controller `legacySuccessor`,
+/// `catalogmetadata/filter/successors.go`) match the skipRange against the installed
+/// bundle's version, not against the channel's entries, so a bundle of another channel of
+/// the package (one installed from it, then switched) upgrades through it too.
 fn channel_edges<'a>(
     c: &'a declcfg::Channel,
     versions: &HashMap<&'a str, &Version>,
@@ -508,23 +514,20 @@ fn channel_edges<'a>(
             }
         }
     }
-    let all: Vec<&'a str> = c
-        .entries
-        .iter()
-        .map(|e| e.name.as_str())
-        .chain(external.iter().copied())
-        .collect();
     for e in &c.entries {
         let Ok(range) = VersionRange::parse(&e.skip_range) else {
             continue;
         };
-        for &other in all.iter().filter(|o| **o != e.name) {
-            if versions.get(other).is_some_and(|v| range.contains(v)) {
+        for (&other, v) in versions {
+            if other != e.name && range.contains(v) {
                 edges.insert(Edge {
                     from: other,
                     to: &e.name,
                     kind: EdgeKind::SkipRange,
                 });
+                if !names.contains(other) {
+                    external.insert(other);
+                }
             }
         }
     }

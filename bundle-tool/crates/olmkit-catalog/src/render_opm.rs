@@ -13,8 +13,9 @@
 //!   and APIServices) as sets, so a GVK required twice appears once; dependencies'
 //!   `olm.package` as `olm.package.required`; one `olm.bundle.object` per manifest (or one
 //!   `olm.csv.metadata`); all sorted by (type, value bytes), then objects moved last;
-//! - `relatedImages`: the CSV's, the bundle image (name "") and the operator containers'
-//!   images not listed yet; sorted by image with Go's `sort.Slice`.
+//! - `relatedImages`: the CSV's, the bundle image (name "", left out when there is none, as
+//!   without `--image-ref-template`) and the operator containers' images not listed yet;
+//!   sorted by image with Go's `sort.Slice`.
 
 use crate::declcfg::{Bundle, Property, RelatedImage, SCHEMA_BUNDLE};
 use crate::property;
@@ -299,8 +300,11 @@ fn dependency_properties(dir: &BundleDir, required: &mut BTreeSet<Gvk>) -> Vec<P
     out
 }
 
-/// `getRelatedImages`: the CSV's, then the bundle image and the operator images not listed
-/// yet.
+/// operator-registry `alpha/action/render.go` `getRelatedImages`: the CSV's, then the bundle
+/// image unless it is empty (`b.BundleImage != ""`: a bundle directory rendered without
+/// `--alpha-image-ref-template` has none) or listed, then the operator images not listed yet.
+/// As upstream, the bundle image is not added to the set of images seen, so an operator
+/// container running the bundle image itself is listed a second time.
 fn related_images(csv: &Value, image: &str) -> Vec<RelatedImage> {
     let mut related: Vec<RelatedImage> = csv
         .pointer("/spec/relatedImages")
@@ -313,15 +317,18 @@ fn related_images(csv: &Value, image: &str) -> Vec<RelatedImage> {
         })
         .collect();
     let mut seen: BTreeSet<String> = related.iter().map(|r| r.image.clone()).collect();
-    if seen.insert(image.to_string()) {
+    if !image.is_empty() && !seen.contains(image) {
         related.push(RelatedImage {
             name: String::new(),
             image: image.to_string(),
         });
     }
+    // `GetOperatorImages`: only the deployments of the `deployment` install strategy.
+    let deployment_strategy = str_at(csv, "/spec/install/strategy") == Some("deployment");
     let mut operator_images = BTreeSet::new();
     for d in csv
         .pointer("/spec/install/spec/deployments")
+        .filter(|_| deployment_strategy)
         .and_then(Value::as_array)
         .into_iter()
         .flatten()

@@ -121,10 +121,25 @@ fn preserve_unknown_fields(ctx: &mut Ctx, m: &Manifest, v1: bool) {
     }
 }
 
+/// `spec.scope` after apiextensions defaulting, as operator-framework/api
+/// `validateV1Beta1CRD`/`validateV1CRD` apply it (`SetObjectDefaults_CustomResourceDefinition`)
+/// before validating: apiextensions/v1beta1 `SetDefaults_CustomResourceDefinitionSpec` sets an
+/// empty or missing scope to `Namespaced`; apiextensions/v1 leaves it as written. The CRD
+/// upgrade checks compare the defaulted scope too.
+pub(crate) fn defaulted_scope(crd: &Value) -> &str {
+    let v1beta1 = str_at(crd, "/apiVersion") == Some("apiextensions.k8s.io/v1beta1");
+    match str_at(crd, "/spec/scope").unwrap_or("") {
+        "" if v1beta1 => "Namespaced",
+        s => s,
+    }
+}
+
 /// apiextensions `ValidateCustomResourceDefinitionSpec` and `...Names`, as operator-framework/api
-/// `validateInternalCRD` runs them on the defaulted CRD: the group is a DNS subdomain with a
-/// dot, the scope is Cluster or Namespaced, plural/kind are set, names, short names,
-/// categories and version names are DNS-1035 labels (kinds compared lower-cased).
+/// `validateInternalCRD` runs them on the defaulted CRD (`SetDefaults_CustomResourceDefinitionSpec`
+/// of v1beta1 and v1: [`defaulted_scope`], `singular` = lower-cased kind, `listKind` =
+/// kind + `List`): the group is a DNS subdomain with a dot, the scope is Cluster or
+/// Namespaced, plural/kind are set, names, short names, categories and version names are
+/// DNS-1035 labels (kinds compared lower-cased).
 fn spec_names(ctx: &mut Ctx, m: &Manifest) {
     let o = &m.object;
     let file = Some(m.file.as_str());
@@ -142,20 +157,30 @@ fn spec_names(ctx: &mut Ctx, m: &Manifest) {
             }
         }
     }
-    let scope = str_at(o, "/spec/scope").unwrap_or("");
+    let scope = defaulted_scope(o);
     if scope != "Cluster" && scope != "Namespaced" {
         problems.push((
             "spec.scope".into(),
             format!("Unsupported value: {scope:?}: supported values: \"Cluster\", \"Namespaced\""),
         ));
     }
+    let kind = str_at(o, "/spec/names/kind").unwrap_or("");
+    let defaults = [
+        ("singular", kind.to_lowercase()),
+        ("listKind", format!("{kind}List")),
+    ];
     for (key, required, lower) in [
         ("plural", true, false),
         ("singular", false, false),
         ("kind", true, true),
         ("listKind", false, true),
     ] {
-        match str_at(o, &format!("/spec/names/{key}")).unwrap_or("") {
+        let written = str_at(o, &format!("/spec/names/{key}")).unwrap_or("");
+        let default = defaults
+            .iter()
+            .find(|(k, _)| *k == key && written.is_empty() && !kind.is_empty())
+            .map(|(_, d)| d.as_str());
+        match default.unwrap_or(written) {
             "" if required => problems.push((format!("spec.names.{key}"), "Required value".into())),
             "" => {}
             v => {

@@ -21,6 +21,7 @@
 //! the community-operators corpus.
 
 mod crd;
+mod crd_upgrade;
 mod csv;
 mod format;
 mod install;
@@ -276,7 +277,7 @@ pub const RULES: &[(&str, &str, &str)] = &[
     (
         "crd-upgrade",
         "previous",
-        "CRD upgrade safety: stored and served versions kept, scope unchanged, no new required fields or tightened bounds",
+        "CRD upgrade safety: what OLM v1's CRD upgrade safety preflight refuses (operator-controller crdupgradesafety NoScopeChange, NoStoredVersionRemoved, NoExistingFieldRemoved and the per-field Enum, Required, Maximum/Minimum and length/item/property bounds, Default, Type, pattern, nullable and unhandled changes: errors); served versions kept (error); a CRD no longer shipped (warning)",
     ),
     (
         "upgrade-edge",
