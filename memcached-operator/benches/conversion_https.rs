@@ -140,7 +140,7 @@ fn review(desired: &str, objects: Vec<Value>) -> Vec<u8> {
 fn bodies(n: usize) -> (Vec<u8>, Vec<u8>) {
     let down = review("cache.example.com/v1alpha1", (0..n).map(rich_v1).collect());
     let (reply, _) = memcached_operator::webhook::review::answer(&down);
-    let answer: Value = serde_json::from_slice(&reply.body).expect("answer");
+    let answer: Value = serde_json::from_slice(&reply.body()).expect("answer");
     let spokes = answer["response"]["convertedObjects"]
         .as_array()
         .cloned()

@@ -369,6 +369,26 @@ async fn termination_signal() {
     }
 }
 
+/// How long the API server may take to answer `GET /version` during shutdown before in-flight
+/// reconciles are given up on.
+const API_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often it is asked during shutdown.
+const API_PROBE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Resolves once the API server fails to answer `GET /version` within [`API_PROBE_TIMEOUT`]
+/// (asked every [`API_PROBE_INTERVAL`]): no answer, or no connection. Any HTTP answer, error
+/// statuses included, means it is there.
+async fn api_server_gone(client: &Client) {
+    loop {
+        match tokio::time::timeout(API_PROBE_TIMEOUT, client.apiserver_version()).await {
+            Err(_) => return,
+            Ok(Err(kube::Error::HyperError(_) | kube::Error::Service(_))) => return,
+            Ok(_) => {}
+        }
+        tokio::time::sleep(API_PROBE_INTERVAL).await;
+    }
+}
+
 /// The controllers of every watched namespace, until `token` is cancelled.
 async fn run_controllers(
     shared: Arc<Shared>,
@@ -534,8 +554,25 @@ async fn run(args: RunArgs) -> Result<(), RunError> {
             metrics.clone(),
             shutdown.clone(),
         );
+        let api = client.clone();
+        // In-flight reconciles get the shutdown timeout to finish, unless the API server stops
+        // answering: then their requests cannot complete and waiting is pointless.
         let work = move |token: CancellationToken| {
-            run_controllers(shared.clone(), scope.clone(), concurrency, token)
+            let controllers =
+                run_controllers(shared.clone(), scope.clone(), concurrency, token.clone());
+            let api = api.clone();
+            async move {
+                tokio::select! {
+                    () = controllers => {}
+                    () = async { token.cancelled().await; api_server_gone(&api).await } => {
+                        warn!(
+                            timeout = ?API_PROBE_TIMEOUT,
+                            "the API server does not answer; stopping in-flight reconciles \
+                             instead of waiting for --shutdown-timeout"
+                        );
+                    }
+                }
+            }
         };
         let leader_args = args.leader_elect.then(|| {
             let namespace = args

@@ -250,3 +250,71 @@ async fn insecure_metrics_are_plain_http() {
         "no reviews without --metrics-secure"
     );
 }
+
+/// A client sending a new random bearer token with every request costs the API server at most
+/// the TokenReview rate (a burst of `REVIEW_BURST`, then `REVIEW_RATE` per second): the rest are
+/// answered 429 without a review. A refused token is remembered, and a scraper whose token was
+/// reviewed keeps getting its metrics throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_tokens_cost_a_bounded_number_of_token_reviews() {
+    use memcached_operator::http::auth::{REVIEW_BURST, REVIEW_RATE};
+    let env = Env::start(&[NS, MONITORING]).await;
+    let reader = env
+        .standin
+        .service_account_token(MONITORING, "prometheus")
+        .unwrap();
+    let op = Operator::spawn(
+        &env,
+        OperatorOptions {
+            extra_args: vec!["--metrics-secure".into()],
+            ..Default::default()
+        },
+    );
+    op.wait_ready().await;
+    let port = op.metrics_port;
+    assert_eq!(scrape(port, Some(&reader)).await.0, 200);
+    let token_reviews = || {
+        env.operator_requests()
+            .iter()
+            .filter(|r| r.resource == "tokenreviews")
+            .count()
+    };
+    assert_eq!(token_reviews(), 1);
+
+    // The same bad token, again and again: one review.
+    for _ in 0..5 {
+        assert_eq!(scrape(port, Some("not-a-token")).await.0, 401);
+    }
+    assert_eq!(token_reviews(), 2);
+
+    // 100 random tokens, 10 at a time.
+    let started = std::time::Instant::now();
+    let mut codes = std::collections::BTreeMap::<u16, usize>::new();
+    for round in 0..10 {
+        let scrapes = (0..10).map(|i| {
+            let token = format!("random-{round}-{i}-{}", std::process::id());
+            async move { scrape(port, Some(&token)).await.0 }
+        });
+        for code in futures::future::join_all(scrapes).await {
+            *codes.entry(code).or_default() += 1;
+        }
+        // The scraper is served throughout.
+        assert_eq!(scrape(port, Some(&reader)).await.0, 200);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let reviews = token_reviews() - 2;
+    let allowed = f64::from(REVIEW_BURST) + REVIEW_RATE * elapsed + 1.0;
+    eprintln!(
+        "FIGURES: 100 random tokens in {elapsed:.2} s: {reviews} TokenReviews (at most \
+         {allowed:.0} allowed); answers {codes:?}"
+    );
+    assert!(
+        reviews as f64 <= allowed,
+        "{reviews} TokenReviews for 100 random tokens in {elapsed:.2} s; answers {codes:?}"
+    );
+    assert_eq!(
+        codes.keys().copied().collect::<Vec<_>>(),
+        vec![401, 429],
+        "{codes:?}"
+    );
+}

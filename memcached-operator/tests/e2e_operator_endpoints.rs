@@ -166,3 +166,96 @@ current-context: x
     );
     drop(taken);
 }
+
+/// Reads until the server closes the connection; how long after `started` that was (panics
+/// after `limit`).
+fn closed_after(mut stream: std::net::TcpStream, started: std::time::Instant, limit: u64) -> f64 {
+    use std::io::Read;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(limit)))
+        .unwrap();
+    let mut buf = [0u8; 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return started.elapsed().as_secs_f64(),
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                panic!("connection still open after {limit} s")
+            }
+            Err(_) => return started.elapsed().as_secs_f64(),
+        }
+    }
+}
+
+/// The health probe port (and the plain metrics port) close connections that send nothing or
+/// trickle their headers within 10 s, as the webhook's and the secure metrics port do; at the
+/// port's connection cap, idle connections make room for the kubelet's probes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_port_closes_idle_and_trickling_connections() {
+    use std::io::Write;
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+    let env = Env::start_with(&["cache"], true).await;
+    let op = Operator::spawn(
+        &env,
+        OperatorOptions {
+            leader_elect: false,
+            webhook: false,
+            ..Default::default()
+        },
+    );
+    op.wait_ready().await;
+    let (health, metrics) = (op.health_port, op.metrics_port);
+    let started = Instant::now();
+    let mut cases = Vec::new();
+    for (name, port) in [("health", health), ("metrics", metrics)] {
+        let idle = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        cases.push((
+            format!("{name}: idle"),
+            std::thread::spawn(move || closed_after(idle, started, 30)),
+        ));
+        let mut trickling = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        cases.push((
+            format!("{name}: trickling headers"),
+            std::thread::spawn(move || {
+                let head = b"GET /healthz HTTP/1.1\r\nx-slow: ";
+                for byte in head.iter().chain([b'a'; 300].iter()) {
+                    if trickling.write_all(&[*byte]).is_err() {
+                        return started.elapsed().as_secs_f64();
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                panic!("a trickling client was never cut off");
+            }),
+        ));
+    }
+    let mut report = Vec::new();
+    for (name, case) in cases {
+        let took = case.join().unwrap_or_else(|_| panic!("{name}: still open"));
+        report.push(format!("{name}: closed after {took:.1} s"));
+        assert!(took <= 12.5, "{name}: closed after {took:.1} s");
+    }
+    // More idle connections than the probe port's cap: the probes still get through.
+    let crowd: Vec<TcpStream> = (0..memcached_operator::webhook::HEALTH_MAX_CONNECTIONS + 4)
+        .map(|_| TcpStream::connect(("127.0.0.1", health)).unwrap())
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let probe_started = Instant::now();
+    let (code, _) = op
+        .readyz()
+        .await
+        .expect("/readyz answers at the connection cap");
+    assert_eq!(code, 200);
+    let probe_took = probe_started.elapsed();
+    assert!(probe_took < Duration::from_secs(2), "{probe_took:?}");
+    eprintln!(
+        "FIGURES: {}; /readyz at the cap answered in {probe_took:.2?}",
+        report.join("; ")
+    );
+    drop(crowd);
+}

@@ -20,7 +20,7 @@ use http_body_util::BodyExt;
 use super::WebhookReadiness;
 use super::admission::{Admission, Refused, Ticket};
 use super::pool::ConvertPool;
-use super::review::{self, Outcome, Reply};
+use super::review::{self, LOG_REJECTIONS, Outcome, Reply};
 
 /// Bodies above this size are converted on the conversion threads ([`ConvertPool`]), so a 3 MiB
 /// review does not stall the async workers serving other connections.
@@ -117,7 +117,7 @@ async fn check_headers(request: Request, next: Next) -> Response {
         let message = format!(
             "request headers too large: {count} headers, {bytes} bytes (limits {MAX_HEADERS} headers, {MAX_HEADER_BYTES} bytes)"
         );
-        tracing::warn!("rejected request: {message}");
+        warn_rejected(&message);
         let mut response = into_response(review::status_reply(
             StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             "RequestHeaderFieldsTooLarge",
@@ -169,9 +169,17 @@ fn into_response(reply: Reply) -> Response {
     (
         reply.status,
         [(header::CONTENT_TYPE, "application/json")],
-        reply.body,
+        reply.body(),
     )
         .into_response()
+}
+
+/// Logs a refused request, at most as often as [`LOG_REJECTIONS`] allows (a flood of 429s must
+/// not become a flood of log lines).
+fn warn_rejected(message: &str) {
+    if let Some(suppressed) = LOG_REJECTIONS.allow() {
+        tracing::warn!(suppressed, "rejected request: {message}");
+    }
 }
 
 fn is_json(headers: &HeaderMap) -> bool {
@@ -196,7 +204,7 @@ async fn convert(
             .and_then(|v| v.to_str().ok())
             .map_or_else(|| "none".to_string(), review_echo);
         let message = format!("Content-Type must be application/json, got {found}");
-        tracing::warn!("rejected request: {message}");
+        warn_rejected(&message);
         return into_response(review::status_reply(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "UnsupportedMediaType",
@@ -229,7 +237,7 @@ async fn convert(
             return response;
         }
         let declared = declared.and_then(|len| usize::try_from(len).ok());
-        let mut ticket = match state.admission.admit(declared) {
+        let mut ticket = match state.admission.admit(declared.map(review::base_cost)) {
             Ok(ticket) => ticket,
             Err(refused) => return refuse(&state.admission, version, body, limit, &refused).await,
         };
@@ -242,7 +250,7 @@ async fn convert(
             }
             ReadBody::Failed(e) => {
                 let message = format!("cannot read the request body: {e}");
-                tracing::warn!("{message}");
+                warn_rejected(&message);
                 return into_response(review::status_reply(
                     StatusCode::BAD_REQUEST,
                     "BadRequest",
@@ -251,17 +259,29 @@ async fn convert(
             }
         };
         let size = bytes.len();
-        let (reply, outcome) = answer(&state.pool, bytes).await;
-        match &outcome {
-            Outcome::Converted { objects } => tracing::debug!(
-                objects,
-                bytes = size,
-                elapsed_us = started.elapsed().as_micros() as u64,
-                "converted"
-            ),
-            Outcome::Failed { .. } | Outcome::Rejected { .. } => {}
+        let (answered, ticket) =
+            answer(&state.pool, state.admission.max_bytes(), bytes, ticket).await;
+        match answered {
+            Ok((reply, outcome)) => {
+                match &outcome {
+                    Outcome::Converted { objects } => tracing::debug!(
+                        objects,
+                        bytes = size,
+                        elapsed_us = started.elapsed().as_micros() as u64,
+                        "converted"
+                    ),
+                    Outcome::Failed { .. } | Outcome::Rejected { .. } => {}
+                }
+                held_response(reply, ticket)
+            }
+            // The body is read already: nothing to drain.
+            Err(refused) => {
+                drop(ticket);
+                let message = refused.to_string();
+                warn_rejected(&message);
+                too_many(&message)
+            }
         }
-        held_response(reply, ticket)
     };
     match tokio::time::timeout(limits.request_timeout, work).await {
         Ok(response) => response,
@@ -270,7 +290,7 @@ async fn convert(
                 "request not answered within {:?} (--webhook-request-timeout)",
                 limits.request_timeout
             );
-            tracing::warn!("{message}");
+            warn_rejected(&message);
             into_response(review::status_reply(
                 StatusCode::REQUEST_TIMEOUT,
                 "Timeout",
@@ -280,19 +300,46 @@ async fn convert(
     }
 }
 
-/// The answer, keeping the request's budget until hyper has taken the body: the converted
-/// review is about as large as the request, and it is memory too.
-fn held_response(reply: Reply, ticket: Ticket) -> Response {
-    let body = http_body_util::Full::new(Bytes::from(reply.body)).map_frame(move |frame| {
+/// The answer, in its chunks, keeping the request's budget until hyper has taken the last of
+/// them: the answer is memory too, and so is what the conversion held. A client that does not
+/// read it loses its connection after the listener's request lifetime, which frees both.
+fn held_response(reply: Reply, ticket: Option<Ticket>) -> Response {
+    let length = reply.len();
+    let chunks = futures::stream::iter(
+        reply
+            .chunks
+            .into_iter()
+            .map(Ok::<Bytes, std::convert::Infallible>),
+    );
+    let body = Body::from_stream(chunks).map_frame(move |frame| {
         let _held = &ticket;
         frame
     });
     (
         reply.status,
-        [(header::CONTENT_TYPE, "application/json")],
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::CONTENT_LENGTH, HeaderValue::from(length)),
+        ],
         Body::new(body),
     )
         .into_response()
+}
+
+/// `429 Too Many Requests` with `Retry-After`.
+fn too_many(message: &str) -> Response {
+    let mut response = into_response(review::status_reply(
+        StatusCode::TOO_MANY_REQUESTS,
+        "TooManyRequests",
+        message,
+    ));
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+    response
 }
 
 /// Answers 429 with `Retry-After`, after reading the body and throwing it away (bounded, if a
@@ -308,18 +355,13 @@ async fn refuse(
     refused: &Refused,
 ) -> Response {
     let message = refused.to_string();
-    tracing::warn!("rejected request: {message}");
+    warn_rejected(&message);
     let drained = match admission.drain_slot() {
         Some(_slot) => drain(body, limit).await.is_ok(),
         None => false,
     };
-    let mut response = into_response(review::status_reply(
-        StatusCode::TOO_MANY_REQUESTS,
-        "TooManyRequests",
-        &message,
-    ));
+    let mut response = too_many(&message);
     let headers = response.headers_mut();
-    headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
     if !drained && version < Version::HTTP_2 {
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
@@ -341,18 +383,41 @@ async fn drain(mut body: Body, limit: usize) -> Result<(), ()> {
     Ok(())
 }
 
-async fn answer(pool: &ConvertPool, bytes: Bytes) -> (Reply, Outcome) {
+/// Converts a review within the byte budget `limit`, charging `ticket` as it goes; gives the
+/// ticket back (unless the conversion thread failed) to be held by the answer.
+async fn answer(
+    pool: &ConvertPool,
+    limit: usize,
+    bytes: Bytes,
+    mut ticket: Ticket,
+) -> (Result<(Reply, Outcome), Refused>, Option<Ticket>) {
     if bytes.len() <= INLINE_BODY_BYTES {
-        return review::answer(&bytes);
+        let answered =
+            review::answer_within(&bytes, limit, &mut |total| ticket.charge_up_to(total));
+        return (answered, Some(ticket));
     }
-    match pool.run(move || review::answer(&bytes)).await {
-        Ok(answered) => answered,
+    let job = move || {
+        let answered =
+            review::answer_within(&bytes, limit, &mut |total| ticket.charge_up_to(total));
+        // The body is not needed any more (its charge stays until the answer is sent).
+        drop(bytes);
+        (answered, ticket)
+    };
+    match pool.run(job).await {
+        Ok((answered, ticket)) => (answered, Some(ticket)),
         Err(e) => {
             let message = format!("conversion task failed: {e}");
             tracing::error!("{message}");
             (
-                review::status_reply(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", &message),
-                Outcome::Rejected { message },
+                Ok((
+                    review::status_reply(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "InternalError",
+                        &message,
+                    ),
+                    Outcome::Rejected { message },
+                )),
+                None,
             )
         }
     }
@@ -394,8 +459,14 @@ async fn read_body(
         };
         seen = seen.saturating_add(data.len() as u64);
         if seen <= limit as u64 {
-            // A body without a declared length is charged as it arrives.
-            if let Err(refused) = ticket.charge_up_to(seen as usize) {
+            let len = seen as usize;
+            if len > buffer.capacity() {
+                // A body without a declared length grows its buffer (never past the limit) and
+                // is charged for it as it arrives.
+                let grown = (buffer.capacity() * 2).clamp(len, limit);
+                buffer.reserve_exact(grown - buffer.len());
+            }
+            if let Err(refused) = ticket.charge_up_to(review::base_cost(buffer.capacity())) {
                 return ReadBody::Refused(refused, body);
             }
             buffer.extend_from_slice(&data);
@@ -415,7 +486,7 @@ async fn read_body(
 fn too_large(limit: usize) -> Response {
     let message =
         format!("request body is larger than {limit} bytes (--webhook-max-request-bytes)");
-    tracing::warn!("rejected request: {message}");
+    warn_rejected(&message);
     into_response(review::status_reply(
         StatusCode::PAYLOAD_TOO_LARGE,
         "RequestEntityTooLarge",
