@@ -31,7 +31,7 @@ export SOURCE_DATE_EPOCH
 STATIC := target/static
 RELEASE_ARGS = --version $(VERSION)$(foreach c,$(CHANNELS), --channel $(c))$(if $(DEFAULT_CHANNEL), --default-channel $(DEFAULT_CHANNEL))
 BUNDLE_TOOL := $(CARGO) run -q -p bundle-tool --bin bundle-tool --
-OPERATOR := $(CARGO) run -q -p memcached-operator --bin operator --
+OPERATOR := $(CARGO) run -q -p operator --bin operator --
 
 ##@ General
 
@@ -58,10 +58,8 @@ lint: ## cargo fmt --check and clippy with warnings as errors.
 
 .PHONY: manifests
 manifests: ## Regenerate the CRD and RBAC in config/ (from the Rust types and the operator's API-call table) and catalog.Dockerfile.
-	$(BUNDLE_TOOL) generate crds --output-dir config/crd/bases
-	$(OPERATOR) rbac --role manager > config/rbac/role.yaml.tmp && mv config/rbac/role.yaml.tmp config/rbac/role.yaml
-	$(OPERATOR) rbac --role leader-election > config/rbac/leader_election_role.yaml.tmp && mv config/rbac/leader_election_role.yaml.tmp config/rbac/leader_election_role.yaml
-	$(OPERATOR) rbac --role metrics-auth > config/rbac/metrics_auth_role.yaml.tmp && mv config/rbac/metrics_auth_role.yaml.tmp config/rbac/metrics_auth_role.yaml
+	$(OPERATOR) crd --output-dir config/crd/bases
+	$(OPERATOR) rbac --output-dir config/rbac
 	$(BUNDLE_TOOL) image dockerfile catalog --configs-dir catalog --server $(STATIC)/catalog-server \
 	  --health-probe $(STATIC)/catalog-server --output catalog.Dockerfile
 
@@ -78,7 +76,7 @@ verify: manifests ## Regenerate everything generated and fail on a diff; check b
 # The `tests/` directories of the workspace members. Every integration test there belongs to
 # the unit tier except the end-to-end suites, which are named `e2e_*` (they run the real
 # binaries and may need what `make setup` installs).
-TEST_DIRS := memcached-operator/memcached-api/tests memcached-operator/tests bundle-tool/tests $(wildcard bundle-tool/crates/*/tests) tests/kube-standin/tests
+TEST_DIRS := operator/memcached-api/tests operator/tests bundle-tool/tests $(wildcard bundle-tool/crates/*/tests) tests/kube-standin/tests
 UNIT_TESTS := $(sort $(filter-out e2e_%,\
   $(basename $(notdir $(wildcard $(addsuffix /*.rs,$(TEST_DIRS))))) \
   $(notdir $(patsubst %/,%,$(dir $(wildcard $(addsuffix /*/main.rs,$(TEST_DIRS))))))))
@@ -104,7 +102,7 @@ test: setup ## Full tier: install what the tests need, then run every test (unit
 
 .PHONY: bench
 bench: setup ## Run the benchmarks (figures, not assertions); see BENCHMARKS.md.
-	$(CARGO) bench -p memcached-operator
+	$(CARGO) bench -p operator
 	$(CARGO) bench -p bundle-tool
 	$(CARGO) bench -p olmkit-catalog-server
 	$(CARGO) bench -p olmkit-cluster

@@ -18,7 +18,7 @@ TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
 # binary name -> cargo package
 declare -A PACKAGE=(
-  [operator]=memcached-operator
+  [operator]=operator
   [bundle-tool]=bundle-tool
   [catalog-server]=olmkit-catalog-server
 )

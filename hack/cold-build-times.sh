@@ -22,7 +22,7 @@ case "$what" in
   release)
     TARGET=$(rustc -vV | sed -n 's/^host: //p')
     RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --target "$TARGET" --timings \
-      -p memcached-operator --bin operator -p bundle-tool --bin bundle-tool \
+      -p operator --bin operator -p bundle-tool --bin bundle-tool \
       -p olmkit-catalog-server --bin catalog-server
     ;;
   test)

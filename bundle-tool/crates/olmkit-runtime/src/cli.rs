@@ -215,7 +215,9 @@ impl Operator {
         F: Fn(ControllerContext, CancellationToken) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.controllers = Some(Arc::new(move |ctx, token| Box::pin(controllers(ctx, token))));
+        self.controllers = Some(Arc::new(move |ctx, token| {
+            Box::pin(controllers(ctx, token))
+        }));
         self
     }
 

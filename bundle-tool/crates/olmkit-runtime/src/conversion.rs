@@ -208,7 +208,10 @@ impl<H> fmt::Debug for HubAndSpoke<H> {
             .field("group", &self.group)
             .field("kind", &self.kind)
             .field("hub", &self.hub_version)
-            .field("spokes", &self.spokes.iter().map(|s| &s.version).collect::<Vec<_>>())
+            .field(
+                "spokes",
+                &self.spokes.iter().map(|s| &s.version).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -312,7 +315,7 @@ where
     }
 
     /// Reads `text` (of `version`) as the hub.
-    fn to_hub(&self, text: &str, version: &str) -> Result<Converted<H>, ConvertError> {
+    fn read_as_hub(&self, text: &str, version: &str) -> Result<Converted<H>, ConvertError> {
         if version == self.hub_version {
             return serde_json::from_str(text)
                 .map(Converted::clean)
@@ -329,7 +332,7 @@ where
     }
 
     /// Writes the hub as `version`.
-    fn from_hub(&self, hub: H, version: &str) -> Result<String, ConvertError> {
+    fn write_hub_as(&self, hub: H, version: &str) -> Result<String, ConvertError> {
         if version == self.hub_version {
             return serde_json::to_string(&hub).map_err(ConvertError::Encode);
         }
@@ -365,13 +368,15 @@ where
     fn head_problem(&self, object: &str) -> ConvertError {
         match serde_json::from_str::<serde_json::Value>(object) {
             Ok(serde_json::Value::Object(map)) => match map.get("apiVersion") {
-                Some(serde_json::Value::String(api_version)) => match self.version_of(api_version) {
-                    Err(e) => e,
-                    Ok(_) => ConvertError::WrongKind {
-                        found: String::new(),
-                        kind: self.kind.clone(),
-                    },
-                },
+                Some(serde_json::Value::String(api_version)) => {
+                    match self.version_of(api_version) {
+                        Err(e) => e,
+                        Ok(_) => ConvertError::WrongKind {
+                            found: String::new(),
+                            kind: self.kind.clone(),
+                        },
+                    }
+                }
                 _ => ConvertError::MissingApiVersion,
             },
             _ => ConvertError::NotAnObject,
@@ -418,9 +423,9 @@ where
         if source == target {
             return Ok(Converted::clean(Cow::Borrowed(object)));
         }
-        let hub = self.to_hub(object, source)?;
+        let hub = self.read_as_hub(object, source)?;
         let warnings = hub.warnings;
-        let text = self.from_hub(hub.object, target)?;
+        let text = self.write_hub_as(hub.object, target)?;
         Ok(Converted {
             object: Cow::Owned(text),
             warnings,

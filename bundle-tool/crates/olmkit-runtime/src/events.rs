@@ -95,6 +95,10 @@ mod tests {
     fn long_notes_are_cut_on_a_character_boundary() {
         assert_eq!(truncate("short".into(), 10), "short");
         let cut = truncate("é".repeat(600), MAX_NOTE);
-        assert!(cut.len() <= MAX_NOTE && cut.ends_with("..."), "{}", cut.len());
+        assert!(
+            cut.len() <= MAX_NOTE && cut.ends_with("..."),
+            "{}",
+            cut.len()
+        );
     }
 }

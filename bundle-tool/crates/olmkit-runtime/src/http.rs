@@ -17,6 +17,7 @@
 //! lists each check as Kubernetes components do (`[+]name ok` / `[-]name failed: reason`).
 
 pub mod auth;
+pub mod listener;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -80,6 +81,26 @@ pub enum MetricsServing {
 
 /// How long in-flight scrapes may take to finish once the servers stop.
 const METRICS_GRACEFUL_SHUTDOWN: Duration = Duration::from_secs(5);
+/// How long in-flight probes may take to finish once the servers stop.
+const PROBES_GRACEFUL_SHUTDOWN: Duration = Duration::from_secs(1);
+
+/// The connection limits of the health probe port (the kubelet opens a connection per probe
+/// and answers come at once): the webhook's at its defaults.
+pub const PROBE_LIMITS: listener::ConnectionLimits = listener::ConnectionLimits {
+    header_read_timeout: Duration::from_secs(10),
+    idle_timeout: Duration::from_secs(10),
+    max_connections: crate::webhook::HEALTH_MAX_CONNECTIONS,
+    max_request_time: Duration::from_secs(10),
+};
+
+/// The connection limits of the metrics port: the same, except that a request may take two
+/// reviews by the API server ([`auth::REVIEW_TIMEOUT`] each) before its answer.
+pub const METRICS_LIMITS: listener::ConnectionLimits = listener::ConnectionLimits {
+    header_read_timeout: Duration::from_secs(10),
+    idle_timeout: Duration::from_secs(10),
+    max_connections: 16,
+    max_request_time: Duration::from_secs(30),
+};
 
 /// What `/readyz` looks at.
 #[derive(Clone, Debug)]
@@ -156,13 +177,16 @@ pub async fn serve_probes(
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(health);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(stop.cancelled_owned())
-        .await
-        .map_err(|source| ServeHttpError::Serve {
-            what: "health probe",
-            source,
-        })
+    listener::serve(
+        listener,
+        None,
+        app,
+        PROBE_LIMITS,
+        stop,
+        PROBES_GRACEFUL_SHUTDOWN,
+    )
+    .await;
+    Ok(())
 }
 
 /// Serves `/metrics` until `stop`: over plain HTTP, or over HTTPS behind the
@@ -176,43 +200,34 @@ pub async fn serve_metrics(
     let app = Router::new()
         .route("/metrics", get(metrics))
         .with_state(metrics_state);
-    let serve_error = |source| ServeHttpError::Serve {
-        what: "metrics",
-        source,
-    };
     match serving {
-        MetricsServing::Plain => axum::serve(listener, app)
-            .with_graceful_shutdown(stop.cancelled_owned())
-            .await
-            .map_err(serve_error),
+        MetricsServing::Plain => {
+            listener::serve(
+                listener,
+                None,
+                app,
+                METRICS_LIMITS,
+                stop,
+                METRICS_GRACEFUL_SHUTDOWN,
+            )
+            .await;
+        }
         MetricsServing::Secure { tls, auth } => {
             // The filter wraps every route and the fallback, so even a 404 needs credentials.
             let app = app.layer(axum::middleware::from_fn_with_state(auth, auth::require));
-            let std_listener = listener.into_std().map_err(serve_error)?;
-            let handle = axum_server::Handle::new();
-            let mut server = axum_server::tls_rustls::from_tcp_rustls(
-                std_listener,
-                axum_server::tls_rustls::RustlsConfig::from_config(tls),
+            listener::serve(
+                listener,
+                Some(tls),
+                app,
+                METRICS_LIMITS,
+                stop,
+                METRICS_GRACEFUL_SHUTDOWN,
             )
-            .map_err(serve_error)?
-            .handle(handle.clone());
-            // The webhook's connection limits; headers within controller-runtime's metrics
-            // server's ReadHeaderTimeout.
-            crate::webhook::limit_connections(server.http_builder(), METRICS_READ_HEADER_TIMEOUT);
-            let stopper = tokio::spawn(async move {
-                stop.cancelled().await;
-                handle.graceful_shutdown(Some(METRICS_GRACEFUL_SHUTDOWN));
-            });
-            let served = server.serve(app.into_make_service()).await;
-            stopper.abort();
-            served.map_err(serve_error)
+            .await;
         }
     }
+    Ok(())
 }
-
-/// How long a metrics client may take to send its request headers (controller-runtime's
-/// metrics server sets `ReadHeaderTimeout` to 32 seconds).
-const METRICS_READ_HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(32);
 
 #[cfg(test)]
 mod tests {

@@ -560,6 +560,44 @@ impl Servers {
     }
 }
 
+/// How long the API server may take to answer `GET /version` during shutdown before in-flight
+/// reconciles are given up on.
+const API_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often it is asked during shutdown.
+const API_PROBE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Resolves once the API server fails to answer `GET /version` within [`API_PROBE_TIMEOUT`]
+/// (asked every [`API_PROBE_INTERVAL`]): no answer, or no connection. Any HTTP answer, error
+/// statuses included, means it is there.
+async fn api_server_gone(client: &Client) {
+    loop {
+        match tokio::time::timeout(API_PROBE_TIMEOUT, client.apiserver_version()).await {
+            Err(_) => return,
+            Ok(Err(kube::Error::HyperError(_) | kube::Error::Service(_))) => return,
+            Ok(_) => {}
+        }
+        tokio::time::sleep(API_PROBE_INTERVAL).await;
+    }
+}
+
+/// The controllers of one term: they get the shutdown timeout to finish in-flight reconciles,
+/// unless the API server stops answering, when their requests cannot complete and waiting is
+/// pointless (the main client's read timeout is minutes).
+async fn term(controllers: Controllers, ctx: ControllerContext, token: CancellationToken) {
+    let api = ctx.client.clone();
+    let work = (controllers)(ctx, token.clone());
+    tokio::select! {
+        () = work => {}
+        () = async { token.cancelled().await; api_server_gone(&api).await } => {
+            warn!(
+                timeout = ?API_PROBE_TIMEOUT,
+                "the API server does not answer; stopping in-flight reconciles instead of \
+                 waiting for --shutdown-timeout"
+            );
+        }
+    }
+}
+
 /// The leader-election settings, when `--leader-elect`.
 fn election(
     plan: &Plan,
@@ -600,7 +638,7 @@ async fn work(
 ) -> Result<(), RunError> {
     let controllers = plan.controllers.clone();
     let metrics = plan.metrics.clone();
-    let start = move |token: CancellationToken| (controllers)(ctx.clone(), token);
+    let start = move |token: CancellationToken| term(controllers.clone(), ctx.clone(), token);
     let grace = args.shutdown_timeout;
     match election {
         Some(cfg) => {
@@ -712,10 +750,7 @@ mod tests {
             w.run.leader_election_lease_duration,
             Duration::from_secs(15)
         );
-        assert_eq!(
-            w.run.leader_election_retry_period,
-            Duration::from_secs(2)
-        );
+        assert_eq!(w.run.leader_election_retry_period, Duration::from_secs(2));
         assert_eq!(w.run.resync_period, Duration::from_secs(300));
     }
 

@@ -283,7 +283,12 @@ mod tests {
     fn an_apply_that_may_create_grants_create() {
         let rules = manager_role(TABLE).rules.unwrap();
         assert!(allows(&rules, "apps", "deployments", "create"));
-        assert!(!allows(&rules, "demo.example.com", "widgets/status", "create"));
+        assert!(!allows(
+            &rules,
+            "demo.example.com",
+            "widgets/status",
+            "create"
+        ));
         assert!(!allows(&rules, "", "deployments", "patch"));
     }
 
@@ -293,8 +298,18 @@ mod tests {
         assert_eq!(le.len(), 1);
         assert_eq!(le[0].verbs, ["create", "get", "patch"]);
         let ma = metrics_auth_role().rules.unwrap();
-        assert!(allows(&ma, "authentication.k8s.io", "tokenreviews", "create"));
-        assert!(!allows(&ma, "authorization.k8s.io", "subjectaccessreviews", "get"));
+        assert!(allows(
+            &ma,
+            "authentication.k8s.io",
+            "tokenreviews",
+            "create"
+        ));
+        assert!(!allows(
+            &ma,
+            "authorization.k8s.io",
+            "subjectaccessreviews",
+            "get"
+        ));
     }
 
     #[test]

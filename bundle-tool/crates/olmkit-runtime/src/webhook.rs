@@ -17,21 +17,58 @@
 //! # Memory budget
 //!
 //! The manager container is limited to 128 MiB (`config/manager/manager.yaml`) and runs the
-//! controller too, so the webhook's memory is bounded by [`admission`]:
-//! `--webhook-max-concurrent-requests` reviews at once (default
-//! [`DEFAULT_MAX_CONCURRENT_REQUESTS`]) holding at most `--webhook-max-inflight-bytes` of
-//! request bodies (default [`DEFAULT_MAX_INFLIGHT_BYTES`], 6 MiB; never below
-//! `--webhook-max-request-bytes`). Converting a review takes about 5.5 times its size at its
-//! peak (body, parsed objects, converted objects, answer; measured: one 2 MiB review of 14,000
-//! objects raises the peak RSS by 11 MiB), so at the defaults the webhook needs at most about
-//! 33 MiB above the process' idle RSS (13 MiB release, 21 MiB debug build), plus per-connection
-//! buffers bounded by the HTTP settings below (HTTP/2 windows of 256 KiB per stream and 1 MiB
-//! per connection, HTTP/1.1 read buffers of at most [`HYPER_MAX_BUF_SIZE`]). The stated budget
-//! is [`MEMORY_BUDGET_BYTES`]: 64 MiB for the whole process, half the manager's limit. The load
-//! test `tests/e2e/conversion_webhook_load.rs` checks it with 48 concurrent 2 MiB reviews
-//! (without the budgets, 24 of them took the process to 214 MiB). Requests beyond the budgets
-//! get `429 Too Many Requests` with `Retry-After` and a Status body; the API server retries
-//! those.
+//! controller too; the webhook's stated budget is [`MEMORY_BUDGET_BYTES`], 64 MiB for the whole
+//! `operator webhook` process (RSS), half the manager's limit. What bounds it, and the formula
+//! ([`memory_bound`], checked against the budget by a unit test):
+//!
+//! ```text
+//! peak RSS <= idle RSS                                        13 MiB (release; debug 21 MiB)
+//!           + --webhook-max-inflight-bytes                    16 MiB
+//!           + --webhook-max-connections x HTTPS_CONNECTION_BYTES   16 x 696 KiB
+//!           + HEALTH_MAX_CONNECTIONS x HTTP1_CONNECTION_BYTES      16 x 304 KiB
+//!           + --webhook-max-concurrent-requests x REQUEST_BYTES    16 x 168 KiB
+//!           + 4 x --webhook-max-concurrent-requests x 40 KiB       (headers of drained bodies)
+//!           = 49.75 MiB at the defaults
+//! ```
+//!
+//! - **Reviews** ([`admission`], [`review`]): at most `--webhook-max-concurrent-requests`
+//!   reviews at once (default [`DEFAULT_MAX_CONCURRENT_REQUESTS`]), holding at most
+//!   `--webhook-max-inflight-bytes` (default [`DEFAULT_MAX_INFLIGHT_BYTES`], never below three
+//!   times `--webhook-max-request-bytes`). Everything a review holds is charged before it is
+//!   used and until hyper has taken the last byte of its answer: three times its body when it
+//!   is admitted (the body, and its answer, which is written in 64 KiB chunks and never
+//!   reallocated), more if the answer grows beyond that, and the parsed form of the largest of
+//!   its objects so far, estimated from its text before it is parsed
+//!   ([`review::parse_cost`]: its size plus 128 bytes per JSON value). Objects are read and
+//!   converted one at a time from the body's text (no `serde_json::Value` of the review is
+//!   built), a failing review keeps no converted objects and lists at most ten failures, so
+//!   the error path costs no more than the success path (it used to cost 14 times the body: a
+//!   `Value` per object, a cause and a log line per failing object). An object whose parsed
+//!   form could never fit in the budget fails the review, named in its message, without being
+//!   parsed. Reviews that do not fit now are answered `429 Too Many Requests` with
+//!   `Retry-After` and a Status body; the API server retries those.
+//! - **Connections** ([`crate::http::listener`]): at most `--webhook-max-connections` (default
+//!   [`DEFAULT_MAX_CONNECTIONS`]) on the HTTPS port and [`HEALTH_MAX_CONNECTIONS`] on the plain
+//!   health port; at the cap the connection idle longest is closed for a new one. Each buffers
+//!   at most [`crate::http::listener::HTTPS_CONNECTION_BYTES`] (TLS buffers, the HTTP/2
+//!   connection window of 512 KiB and one header block, or HTTP/1.1's 128 KiB read and write
+//!   buffers) or, plain, [`crate::http::listener::HTTP1_CONNECTION_BYTES`]. Connections with
+//!   no request in flight for `--webhook-request-timeout` are closed (idle, trickling headers,
+//!   stuck in the TLS handshake or before HTTP/2's preface), and so is one whose request has
+//!   been in flight twice that long (a client that does not read its answer), which frees
+//!   what the request held.
+//! - **Requests in flight** beyond their charge: headers (at most 40 KiB each), HTTP/2's send
+//!   buffer (64 KiB per stream) and one answer chunk
+//!   ([`crate::http::listener::REQUEST_BYTES`]); bodies refused with 429 are read and thrown
+//!   away by at most four requests per request slot, each holding only its headers.
+//!
+//! The rest of the budget (14 MiB at the defaults) is for the allocator: the two conversion
+//! threads ([`pool`]) and the async workers keep freed memory for reuse. The load test
+//! `tests/e2e_conversion_webhook_load.rs` checks the budget (debug build, whose idle RSS after
+//! one review is 31 MiB) under five attacks: 48 concurrent 2 MiB reviews, 32 of 2.9 MB, 16 of
+//! 3 MB whose 16,000 objects all fail, 16 of 1.5 million one-byte objects and 16 of one object
+//! of 300,000 managed fields (refused unparsed as too costly); peaks 38-48 MiB (before: 58-65,
+//! 65, 115-116, 946-953 and 124 MiB).
 
 pub mod admission;
 pub mod certs;
@@ -58,43 +95,38 @@ pub const OLM_APISERVICE_CERT_DIR: &str = "/apiserver.local.config/certificates"
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 3 * 1024 * 1024;
 /// Reviews handled at once by default.
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 16;
-/// Request body bytes held at once by default: two reviews of the API server's largest size.
-pub const DEFAULT_MAX_INFLIGHT_BYTES: usize = 6 * 1024 * 1024;
+/// Bytes the reviews being handled may hold at once by default (bodies, answers, parsed
+/// objects; see [`admission`]): one review of the API server's largest size (9 MiB with its
+/// answer) and room for smaller ones.
+pub const DEFAULT_MAX_INFLIGHT_BYTES: usize = 16 * 1024 * 1024;
+/// Connections open at once by default on the webhook's HTTPS port.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
+/// Connections open at once on the plain-HTTP health port (`--webhook-health-port`).
+pub const HEALTH_MAX_CONNECTIONS: usize = 16;
 /// The webhook's stated peak memory (the whole `operator webhook` process, RSS) at the default
 /// limits, whatever the load: half the manager's 128 MiB, leaving the rest to the controller.
 pub const MEMORY_BUDGET_BYTES: usize = 64 * 1024 * 1024;
-/// hyper's ceiling on HTTP/1.1 request headers; between [`server::MAX_HEADERS`] and this, the
-/// 431 comes from our route with a reason, beyond it from hyper with none.
-pub const HYPER_MAX_HEADERS: usize = 256;
-/// hyper's ceiling on an HTTP/1.1 connection's read buffer (headers must fit in it).
-pub const HYPER_MAX_BUF_SIZE: usize = 128 * 1024;
-/// HTTP/2 header list ceiling (above [`server::MAX_HEADER_BYTES`] for the same reason).
-const H2_MAX_HEADER_LIST: u32 = 64 * 1024;
-/// HTTP/2 receive windows: what a client can push before the webhook reads it.
-const H2_STREAM_WINDOW: u32 = 256 * 1024;
-const H2_CONNECTION_WINDOW: u32 = 1024 * 1024;
-/// HTTP/2 streams per connection.
-const H2_MAX_STREAMS: u32 = 64;
+/// The idle process' RSS, release build, as measured (see "Memory budget").
+pub const IDLE_RSS_BYTES: usize = 13 * 1024 * 1024;
+use crate::http::listener::{self, ConnectionLimits};
+pub use crate::http::listener::{HYPER_MAX_BUF_SIZE, HYPER_MAX_HEADERS};
 
-/// The connection limits of an HTTPS listener of the operator (the webhook's, and the secure
-/// metrics endpoint's, which any pod reaching its Service can open): how long a client may take
-/// to send its headers, how many and how large they may be, HTTP/2 windows and streams.
-pub(crate) fn limit_connections(
-    builder: &mut hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
-    header_read_timeout: Duration,
-) {
-    builder
-        .http1()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(header_read_timeout)
-        .max_headers(HYPER_MAX_HEADERS)
-        .max_buf_size(HYPER_MAX_BUF_SIZE);
-    builder
-        .http2()
-        .max_header_list_size(H2_MAX_HEADER_LIST)
-        .initial_stream_window_size(H2_STREAM_WINDOW)
-        .initial_connection_window_size(H2_CONNECTION_WINDOW)
-        .max_concurrent_streams(H2_MAX_STREAMS);
+/// The memory bound the defaults give (see "Memory budget"): idle process, reviews' budget,
+/// per-connection and per-request buffers.
+pub const fn memory_bound(
+    max_inflight_bytes: usize,
+    max_connections: usize,
+    max_concurrent_requests: usize,
+) -> usize {
+    IDLE_RSS_BYTES
+        + max_inflight_bytes
+        + max_connections * listener::HTTPS_CONNECTION_BYTES
+        + HEALTH_MAX_CONNECTIONS * listener::HTTP1_CONNECTION_BYTES
+        // Requests admitted (headers, send buffers), and bodies being drained (headers).
+        + max_concurrent_requests * listener::REQUEST_BYTES
+        + max_concurrent_requests
+            * admission::DRAINS_PER_REQUEST
+            * listener::H2_MAX_HEADER_LIST as usize
 }
 
 /// Flags of the conversion webhook server.
@@ -142,14 +174,22 @@ pub struct WebhookArgs {
     #[arg(long, env = "WEBHOOK_MAX_CONCURRENT_REQUESTS", default_value_t = DEFAULT_MAX_CONCURRENT_REQUESTS)]
     pub webhook_max_concurrent_requests: usize,
 
-    /// Request body bytes held at once by the reviews being handled (never less than
-    /// --webhook-max-request-bytes); more are answered 429 with Retry-After. Peak memory is
-    /// about 3.5 times this above the idle process.
+    /// Bytes the reviews being handled may hold at once: each is charged three times its body
+    /// (body and answer) when admitted, plus the parsed form of its largest object (estimated
+    /// before parsing) while it converts; reviews that do not fit are answered 429 with
+    /// Retry-After, objects that could never fit fail. Never less than three times
+    /// --webhook-max-request-bytes.
     #[arg(long, env = "WEBHOOK_MAX_INFLIGHT_BYTES", default_value_t = DEFAULT_MAX_INFLIGHT_BYTES)]
     pub webhook_max_inflight_bytes: usize,
 
-    /// Longest time one request may take: reading its headers, and from its body to the
-    /// response, e.g. `10s`.
+    /// Connections open at once on the webhook port; at the cap the longest-idle connection is
+    /// closed for a new one, or accepting waits while every connection has a request in flight.
+    #[arg(long, env = "WEBHOOK_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    pub webhook_max_connections: usize,
+
+    /// Longest time one request may take: the TLS handshake and reading its headers, from its
+    /// body to the response, and again to write the response; also how long a connection may
+    /// stay open without a request in flight, e.g. `10s`.
     #[arg(long, env = "WEBHOOK_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub webhook_request_timeout: Duration,
 
@@ -172,6 +212,7 @@ impl Default for WebhookArgs {
             webhook_max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             webhook_max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
             webhook_max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,
+            webhook_max_connections: DEFAULT_MAX_CONNECTIONS,
             webhook_request_timeout: Duration::from_secs(10),
             webhook_health_port: None,
         }
@@ -182,6 +223,29 @@ impl WebhookArgs {
     /// The socket address the server binds.
     pub fn socket_addr(&self) -> SocketAddr {
         SocketAddr::new(self.webhook_bind_address, self.webhook_port)
+    }
+
+    /// The connection limits of the HTTPS port: a request's whole life is bounded by twice the
+    /// request timeout (handling, then writing the answer).
+    pub fn connection_limits(&self) -> ConnectionLimits {
+        let timeout = self.webhook_request_timeout;
+        ConnectionLimits {
+            header_read_timeout: timeout,
+            idle_timeout: timeout,
+            max_connections: self.webhook_max_connections.max(1),
+            max_request_time: timeout.saturating_mul(2),
+        }
+    }
+
+    /// The connection limits of the plain-HTTP health port.
+    pub fn health_connection_limits(&self) -> ConnectionLimits {
+        let timeout = self.webhook_request_timeout;
+        ConnectionLimits {
+            header_read_timeout: timeout,
+            idle_timeout: timeout,
+            max_connections: HEALTH_MAX_CONNECTIONS,
+            max_request_time: timeout,
+        }
     }
 }
 
@@ -307,7 +371,6 @@ pub async fn serve(
         .with_no_client_auth()
         .with_cert_resolver(resolver.clone());
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    let tls = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(tls));
 
     let stop = shutdown.child_token();
     // The first look at the certificate happens before anything answers, so neither /readyz nor
@@ -334,35 +397,22 @@ pub async fn serve(
                 })?;
             let bound = listener.local_addr().unwrap_or(health_addr);
             let app = server::health_router::<()>(readiness.clone());
-            let stop = stop.clone();
             tracing::info!("webhook health probes on http://{bound}/readyz");
-            Some(tokio::spawn(async move {
-                let served = axum::serve(listener, app)
-                    .with_graceful_shutdown(stop.cancelled_owned())
-                    .await;
-                if let Err(e) = served {
-                    tracing::error!("webhook health server failed: {e}");
-                }
-            }))
+            Some(tokio::spawn(listener::serve(
+                listener,
+                None,
+                app,
+                args.health_connection_limits(),
+                stop.clone(),
+                GRACEFUL_SHUTDOWN,
+            )))
         }
         None => None,
     };
-
-    let handle = axum_server::Handle::new();
-    let mut https = axum_server::tls_rustls::from_tcp_rustls(listener, tls)
-        .map_err(|source| ServeWebhookError::Bind { addr, source })?
-        .handle(handle.clone());
-    limit_connections(https.http_builder(), args.webhook_request_timeout);
+    let listener = tokio::net::TcpListener::from_std(listener)
+        .map_err(|source| ServeWebhookError::Bind { addr, source })?;
 
     let watcher = tokio::spawn(cert_watcher.run(args.webhook_cert_poll_interval, stop.clone()));
-    let stopper = tokio::spawn({
-        let stop = stop.clone();
-        let handle = handle.clone();
-        async move {
-            stop.cancelled().await;
-            handle.graceful_shutdown(Some(GRACEFUL_SHUTDOWN));
-        }
-    });
 
     tracing::info!(
         "conversion webhook listening on https://{local}{}",
@@ -378,19 +428,23 @@ pub async fn serve(
         converters,
         readiness.clone(),
     );
-    let served = https.serve(app.into_make_service()).await;
+    listener::serve(
+        listener,
+        Some(Arc::new(tls)),
+        app,
+        args.connection_limits(),
+        stop.clone(),
+        GRACEFUL_SHUTDOWN,
+    )
+    .await;
 
     readiness.set(false, "conversion webhook stopped");
     stop.cancel();
     let _ = watcher.await;
-    let _ = stopper.await;
     if let Some(health) = health {
         let _ = health.await;
     }
-    served.map_err(|source| ServeWebhookError::Serve {
-        addr: local,
-        source,
-    })
+    Ok(())
 }
 
 /// Polls the certificate files and keeps the served certificate and readiness current.

@@ -11,7 +11,12 @@ use serde::Deserialize;
 pub(crate) mod v1 {
     use super::*;
     #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-    #[kube(group = "demo.example.com", version = "v1", kind = "Widget", namespaced)]
+    #[kube(
+        group = "demo.example.com",
+        version = "v1",
+        kind = "Widget",
+        namespaced
+    )]
     pub struct WidgetSpec {
         pub replicas: i32,
         #[serde(default)]
@@ -22,7 +27,12 @@ pub(crate) mod v1 {
 mod v1beta1 {
     use super::*;
     #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-    #[kube(group = "demo.example.com", version = "v1beta1", kind = "Widget", namespaced)]
+    #[kube(
+        group = "demo.example.com",
+        version = "v1beta1",
+        kind = "Widget",
+        namespaced
+    )]
     pub struct WidgetSpec {
         pub replicas: i32,
     }
@@ -31,7 +41,12 @@ mod v1beta1 {
 mod v1alpha1 {
     use super::*;
     #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-    #[kube(group = "demo.example.com", version = "v1alpha1", kind = "Widget", namespaced)]
+    #[kube(
+        group = "demo.example.com",
+        version = "v1alpha1",
+        kind = "Widget",
+        namespaced
+    )]
     pub struct WidgetSpec {
         pub size: i32,
     }
@@ -165,7 +180,10 @@ fn errors_name_the_problem() {
         err(good, "demo.example.com/v2"),
         "apiVersion \"demo.example.com/v2\" is not a served version (v1alpha1, v1beta1, v1)"
     );
-    assert_eq!(err("[1]", "demo.example.com/v1"), "object is not a JSON object");
+    assert_eq!(
+        err("[1]", "demo.example.com/v1"),
+        "object is not a JSON object"
+    );
     assert_eq!(
         err(r#"{"kind":"Widget"}"#, "demo.example.com/v1"),
         "object has no apiVersion string"
@@ -210,7 +228,11 @@ fn an_unreadable_annotation_is_a_warning_and_stays() {
     assert_eq!(out.warnings.len(), 1);
     let hub: v1::Widget = serde_json::from_str(&out.object).unwrap();
     assert_eq!(
-        hub.metadata.annotations.unwrap().get(KEY).map(String::as_str),
+        hub.metadata
+            .annotations
+            .unwrap()
+            .get(KEY)
+            .map(String::as_str),
         Some("{oops")
     );
 }
@@ -228,10 +250,7 @@ fn hub_strategy() -> impl Strategy<Value = v1::Widget> {
         proptest::option::of("[ -~]{0,12}"),
     )
         .prop_map(|(replicas, colour, user_annotation)| {
-            let mut w = v1::Widget::new(
-                "w",
-                v1::WidgetSpec { replicas, colour },
-            );
+            let mut w = v1::Widget::new("w", v1::WidgetSpec { replicas, colour });
             if let Some(a) = user_annotation {
                 w.metadata.annotations = Some([(KEY.to_string(), a)].into());
             }

@@ -18,9 +18,16 @@
 //!
 //! Results are cached like upstream's delegating authenticator and authorizer do (token
 //! reviews 1 minute, allowed decisions 5 minutes, denied ones 30 seconds), so Prometheus
-//! scraping every few seconds costs the API server two requests per few minutes. The caches are
-//! bounded ([`CACHE_CAPACITY`] entries each), so a client sending endless random tokens cannot
-//! grow the process; tokens are kept only as SHA-256 digests.
+//! scraping every few seconds costs the API server two requests per few minutes. Tokens the API
+//! server refused are remembered apart, for [`REFUSED_TTL`], so that a client sending endless
+//! random tokens neither pushes the good ones out nor costs a review per retry of the same bad
+//! one. The caches are bounded ([`CACHE_CAPACITY`] entries each), so such a client cannot grow
+//! the process either; tokens are kept only as SHA-256 digests.
+//!
+//! TokenReviews for tokens in no cache are rate-limited ([`ReviewLimits`]: a burst of
+//! [`REVIEW_BURST`], then [`REVIEW_RATE`] per second): beyond it the request is answered
+//! `429 Too Many Requests` with `Retry-After` and no review is made, so random tokens cost the
+//! API server at most that rate. Cached tokens (Prometheus') are never limited.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
@@ -48,6 +55,12 @@ pub const ALLOW_TTL: Duration = Duration::from_secs(5 * 60);
 pub const DENY_TTL: Duration = Duration::from_secs(30);
 /// Entries each cache holds at most.
 pub const CACHE_CAPACITY: usize = 1024;
+/// How long a token the API server refused is answered 401 without asking again.
+pub const REFUSED_TTL: Duration = Duration::from_secs(10);
+/// TokenReviews that may be made at once after a quiet period.
+pub const REVIEW_BURST: u32 = 10;
+/// TokenReviews per second, sustained.
+pub const REVIEW_RATE: f64 = 2.0;
 /// Longest wait for one review (upstream `TokenAccessReviewTimeout`).
 pub const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -257,6 +270,48 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
     }
 }
 
+/// How often TokenReviews may be made for tokens in no cache, and how long refusals are kept.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReviewLimits {
+    /// Reviews allowed at once after a quiet period.
+    pub burst: u32,
+    /// Reviews per second, sustained.
+    pub per_second: f64,
+    /// How long a refused token is remembered.
+    pub refused_ttl: Duration,
+}
+
+impl Default for ReviewLimits {
+    fn default() -> Self {
+        Self {
+            burst: REVIEW_BURST,
+            per_second: REVIEW_RATE,
+            refused_ttl: REFUSED_TTL,
+        }
+    }
+}
+
+/// A token bucket.
+#[derive(Debug)]
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    fn take(&mut self, limits: &ReviewLimits, now: Instant) -> bool {
+        let refill = now.duration_since(self.last).as_secs_f64() * limits.per_second;
+        self.tokens = (self.tokens + refill).min(f64::from(limits.burst));
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// What the filter decided about one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -270,6 +325,8 @@ pub enum Outcome {
     AuthenticationFailed,
     /// 500: the SubjectAccessReview could not be made.
     AuthorizationFailed(User),
+    /// 429: the token is in no cache and TokenReviews are over their rate.
+    Throttled,
 }
 
 impl Outcome {
@@ -292,9 +349,16 @@ impl Outcome {
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("Authorization for user {} failed", u.name),
             ),
+            Outcome::Throttled => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many authentication requests, retry later".to_string(),
+            ),
         };
         let mut resp = (code, format!("{text}\n")).into_response();
         let headers = resp.headers_mut();
+        if matches!(self, Outcome::Throttled) {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(1u32));
+        }
         headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; charset=utf-8"),
@@ -312,8 +376,17 @@ type AccessKey = (User, String, String);
 /// The `/metrics` filter: reviews and their caches.
 pub struct MetricsAuth {
     reviewer: Arc<dyn Reviewer>,
-    tokens: Mutex<TtlCache<[u8; 32], Option<User>>>,
+    tokens: Mutex<TtlCache<[u8; 32], User>>,
+    refused: Mutex<TtlCache<[u8; 32], ()>>,
     decisions: Mutex<TtlCache<AccessKey, bool>>,
+    limits: ReviewLimits,
+    bucket: Mutex<Bucket>,
+}
+
+/// Why a token was not authenticated.
+enum AuthnError {
+    Review(ReviewError),
+    Throttled,
 }
 
 impl std::fmt::Debug for MetricsAuth {
@@ -338,21 +411,34 @@ impl MetricsAuth {
 
     /// Like [`MetricsAuth::new`] with another cache size.
     pub fn with_capacity(reviewer: Arc<dyn Reviewer>, capacity: usize) -> Self {
+        Self::with_limits(reviewer, capacity, ReviewLimits::default())
+    }
+
+    /// Like [`MetricsAuth::new`] with another cache size and review limits.
+    pub fn with_limits(reviewer: Arc<dyn Reviewer>, capacity: usize, limits: ReviewLimits) -> Self {
         Self {
             reviewer,
             tokens: Mutex::new(TtlCache::new(capacity)),
+            refused: Mutex::new(TtlCache::new(capacity)),
             decisions: Mutex::new(TtlCache::new(capacity)),
+            limits,
+            bucket: Mutex::new(Bucket {
+                tokens: f64::from(limits.burst),
+                last: Instant::now(),
+            }),
         }
     }
 
-    /// Entries in the token and decision caches (for tests of the bound).
+    /// Entries in the token (accepted and refused) and decision caches (for tests of the
+    /// bound).
     pub fn cached(&self) -> (usize, usize) {
         let t = self.tokens.lock().map(|c| c.len()).unwrap_or_default();
+        let r = self.refused.lock().map(|c| c.len()).unwrap_or_default();
         let d = self.decisions.lock().map(|c| c.len()).unwrap_or_default();
-        (t, d)
+        (t + r, d)
     }
 
-    async fn authenticate(&self, token: &str) -> Result<Option<User>, ReviewError> {
+    async fn authenticate(&self, token: &str) -> Result<Option<User>, AuthnError> {
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = Instant::now();
         if let Some(hit) = self
@@ -361,11 +447,41 @@ impl MetricsAuth {
             .ok()
             .and_then(|cache| cache.get(&digest, now))
         {
-            return Ok(hit);
+            return Ok(Some(hit));
         }
-        let user = self.reviewer.review_token(token).await?;
-        if let Ok(mut cache) = self.tokens.lock() {
-            cache.insert(digest, user.clone(), AUTHN_TTL, Instant::now());
+        if self
+            .refused
+            .lock()
+            .ok()
+            .and_then(|cache| cache.get(&digest, now))
+            .is_some()
+        {
+            return Ok(None);
+        }
+        let allowed = self
+            .bucket
+            .lock()
+            .map(|mut bucket| bucket.take(&self.limits, now))
+            .unwrap_or(false);
+        if !allowed {
+            return Err(AuthnError::Throttled);
+        }
+        let user = self
+            .reviewer
+            .review_token(token)
+            .await
+            .map_err(AuthnError::Review)?;
+        match &user {
+            Some(user) => {
+                if let Ok(mut cache) = self.tokens.lock() {
+                    cache.insert(digest, user.clone(), AUTHN_TTL, Instant::now());
+                }
+            }
+            None => {
+                if let Ok(mut cache) = self.refused.lock() {
+                    cache.insert(digest, (), self.limits.refused_ttl, Instant::now());
+                }
+            }
         }
         Ok(user)
     }
@@ -404,7 +520,11 @@ impl MetricsAuth {
         let user = match self.authenticate(token).await {
             Ok(Some(user)) => user,
             Ok(None) => return Outcome::Unauthenticated,
-            Err(e) => {
+            Err(AuthnError::Throttled) => {
+                tracing::debug!("metrics: TokenReviews over their rate; answering 429");
+                return Outcome::Throttled;
+            }
+            Err(AuthnError::Review(e)) => {
                 tracing::error!(error = %e, "metrics: authentication failed");
                 return Outcome::AuthenticationFailed;
             }
@@ -545,16 +665,84 @@ mod tests {
         assert_eq!(fake.token_reviews.load(Ordering::SeqCst), 4);
     }
 
+    fn unlimited() -> ReviewLimits {
+        ReviewLimits {
+            burst: u32::MAX,
+            per_second: f64::MAX,
+            refused_ttl: REFUSED_TTL,
+        }
+    }
+
     #[tokio::test]
     async fn caches_stay_bounded() {
         let fake = Arc::new(Fake::default());
-        let auth = MetricsAuth::with_capacity(fake.clone(), 8);
+        let auth = MetricsAuth::with_limits(fake.clone(), 8, unlimited());
         for i in 0..100 {
             auth.check(&headers(&format!("Bearer random-{i}")), "GET", "/metrics")
                 .await;
         }
         assert_eq!(auth.cached().0, 8);
         assert_eq!(fake.token_reviews.load(Ordering::SeqCst), 100);
+    }
+
+    #[tokio::test]
+    async fn refused_tokens_do_not_push_out_good_ones() {
+        let fake = Arc::new(Fake::default());
+        let auth = MetricsAuth::with_limits(fake.clone(), 8, unlimited());
+        assert!(matches!(
+            auth.check(&headers("Bearer good"), "GET", "/metrics").await,
+            Outcome::Allowed(_)
+        ));
+        for i in 0..100 {
+            auth.check(&headers(&format!("Bearer random-{i}")), "GET", "/metrics")
+                .await;
+        }
+        assert!(matches!(
+            auth.check(&headers("Bearer good"), "GET", "/metrics").await,
+            Outcome::Allowed(_)
+        ));
+        assert_eq!(fake.token_reviews.load(Ordering::SeqCst), 101);
+    }
+
+    #[tokio::test]
+    async fn reviews_of_unknown_tokens_are_rate_limited() {
+        let fake = Arc::new(Fake::default());
+        let limits = ReviewLimits {
+            burst: 5,
+            per_second: 0.001,
+            refused_ttl: REFUSED_TTL,
+        };
+        let auth = MetricsAuth::with_limits(fake.clone(), 64, limits);
+        // A known token is reviewed (and cached) within the burst.
+        assert!(matches!(
+            auth.check(&headers("Bearer good"), "GET", "/metrics").await,
+            Outcome::Allowed(_)
+        ));
+        let mut throttled = 0;
+        for i in 0..50 {
+            match auth
+                .check(&headers(&format!("Bearer random-{i}")), "GET", "/metrics")
+                .await
+            {
+                Outcome::Throttled => throttled += 1,
+                other => assert_eq!(other, Outcome::Unauthenticated),
+            }
+        }
+        assert_eq!(fake.token_reviews.load(Ordering::SeqCst), 5);
+        assert_eq!(throttled, 46);
+        // Cached answers are not limited: the good token, and a refused one.
+        assert!(matches!(
+            auth.check(&headers("Bearer good"), "GET", "/metrics").await,
+            Outcome::Allowed(_)
+        ));
+        assert_eq!(
+            auth.check(&headers("Bearer random-0"), "GET", "/metrics")
+                .await,
+            Outcome::Unauthenticated
+        );
+        let refusal = Outcome::Throttled.refusal().unwrap();
+        assert_eq!(refusal.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(refusal.headers()[header::RETRY_AFTER], "1");
     }
 
     #[test]

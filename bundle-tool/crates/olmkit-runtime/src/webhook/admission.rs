@@ -1,17 +1,21 @@
-//! Admission control of `/convert`: how many reviews are handled at once and how many request
-//! bytes they hold, so the webhook's memory has a ceiling whatever the API server (or anyone
-//! else reaching port 9443) sends.
+//! Admission control of `/convert`: how many reviews are handled at once and how much memory
+//! they hold, so the webhook's memory has a ceiling whatever the API server (or anyone else
+//! reaching port 9443) sends.
 //!
 //! An attack found each concurrent 2 MiB ConversionReview costing about 7 MB (the body, its
 //! parsed form and the converted answer), 60 at once 515 MB, in a manager limited to 128 MiB
-//! that also runs the controller. Two budgets bound that:
+//! that also runs the controller; later ones found reviews of failing objects costing 14 times
+//! their size, and bodies of tiny objects far more. Two budgets bound that:
 //!
 //! - a number of requests (`--webhook-max-concurrent-requests`): a request that finds none free
 //!   is answered `429 Too Many Requests` at once;
-//! - a number of body bytes (`--webhook-max-inflight-bytes`): a request is charged its declared
-//!   `Content-Length` before its body is read, or chunk by chunk when it declares none, and
-//!   keeps the charge until its answer has been handed to the connection. A request that cannot
-//!   be charged is answered `429` as well.
+//! - a number of bytes (`--webhook-max-inflight-bytes`) that the reviews being handled may
+//!   hold: a request is charged [`super::review::base_cost`] of its declared `Content-Length`
+//!   (its body and room for its answer) before its body is read, or chunk by chunk when it
+//!   declares none; while it is converted, more as [`super::review::answer_within`] asks (an
+//!   answer larger than its room, the parsed form of the largest object so far); and it keeps
+//!   the charge until hyper has taken the last byte of its answer. A request that cannot be
+//!   charged is answered `429` as well.
 //!
 //! Every 429 carries `Retry-After: 1` and a `meta/v1` Status body with the reason. The API
 //! server's REST client (client-go `rest.Request`, whose `checkWait` treats 429 and 5xx with an
@@ -21,13 +25,16 @@
 //! Rejected requests still have their body read and thrown away (bounded, without keeping it):
 //! an HTTP/1.1 client writes its whole body before reading the answer and would otherwise see a
 //! broken pipe instead of the 429, and over HTTP/2 some clients report the stream reset that
-//! follows an early answer instead of the answer. At most four times the request limit are
-//! drained at once; beyond that the answer goes out at once (an HTTP/1.1 connection is then
-//! closed after it).
+//! follows an early answer instead of the answer. At most four bodies per request slot are
+//! drained at once, each up to four times the request limit; beyond that the answer goes out at
+//! once (an HTTP/1.1 connection is then closed after it).
 
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Bodies drained at once per request slot.
+pub const DRAINS_PER_REQUEST: usize = 4;
 
 /// Bytes charged at a time to a body of unknown length.
 pub const CHARGE_STEP: usize = 64 * 1024;
@@ -53,12 +60,12 @@ pub enum Refused {
         /// The limit.
         limit: usize,
     },
-    /// The byte budget cannot hold this body now.
+    /// The byte budget cannot hold this review now.
     #[error(
-        "the conversion webhook holds too many request bytes to take {wanted} more (limit {limit} bytes in flight, --webhook-max-inflight-bytes); retry shortly"
+        "the conversion webhook holds too much for other reviews to give this one the {wanted} bytes it needs (limit {limit} bytes in flight, --webhook-max-inflight-bytes); retry shortly"
     )]
     Bytes {
-        /// Bytes asked for (the body so far, or its declared length).
+        /// Bytes the review would hold in all.
         wanted: usize,
         /// The limit.
         limit: usize,
@@ -114,24 +121,31 @@ impl Ticket {
 }
 
 impl Admission {
-    /// Budgets of `max_requests` requests and `max_bytes` body bytes at once. `max_bytes` is
-    /// raised to `min_bytes` (the largest accepted body) so every acceptable request can run.
-    pub fn new(max_requests: usize, max_bytes: usize, min_bytes: usize) -> Self {
+    /// Budgets of `max_requests` requests and `max_bytes` bytes at once. `max_bytes` is raised
+    /// to [`super::review::base_cost`] of `max_request_bytes` (the largest accepted body) so
+    /// every acceptable request can be admitted.
+    pub fn new(max_requests: usize, max_bytes: usize, max_request_bytes: usize) -> Self {
         let max_requests = max_requests.max(1);
         // Semaphore permits are counted in u32 per acquisition and usize in total.
-        let max_bytes = max_bytes.max(min_bytes).min(Semaphore::MAX_PERMITS);
+        let max_bytes = max_bytes
+            .max(super::review::base_cost(max_request_bytes))
+            .min(Semaphore::MAX_PERMITS);
         Self {
             requests: Arc::new(Semaphore::new(max_requests)),
             bytes: Arc::new(Semaphore::new(max_bytes)),
-            // Draining holds no body, only the connection's own bounded buffers.
-            drains: Arc::new(Semaphore::new(max_requests.saturating_mul(4))),
+            // Draining holds no body, only the request's headers and the connection's own
+            // bounded buffers.
+            drains: Arc::new(Semaphore::new(
+                max_requests.saturating_mul(DRAINS_PER_REQUEST),
+            )),
             max_requests,
             max_bytes,
         }
     }
 
-    /// Admits a request that declared `declared` body bytes (if it did), charging them now.
-    pub fn admit(&self, declared: Option<usize>) -> Result<Ticket, Refused> {
+    /// Admits a request, charging `charge` bytes now when its body declared its length (the
+    /// charge is then exact; without it, the request is charged in [`CHARGE_STEP`]s later).
+    pub fn admit(&self, charge: Option<usize>) -> Result<Ticket, Refused> {
         let request = self
             .requests
             .clone()
@@ -143,12 +157,12 @@ impl Admission {
             _request: request,
             bytes: Vec::new(),
             charged: 0,
-            exact: declared.is_some(),
+            exact: charge.is_some(),
             budget: self.bytes.clone(),
             max_bytes: self.max_bytes,
         };
-        if let Some(len) = declared {
-            ticket.charge_up_to(len)?;
+        if let Some(bytes) = charge {
+            ticket.charge_up_to(bytes)?;
         }
         Ok(ticket)
     }
@@ -206,9 +220,10 @@ mod tests {
     }
 
     #[test]
-    fn the_byte_budget_always_fits_the_largest_accepted_body() {
+    fn the_byte_budget_always_fits_the_largest_accepted_review() {
         let a = Admission::new(1, 10, 3 << 20);
-        assert_eq!(a.max_bytes(), 3 << 20);
-        a.admit(Some(3 << 20)).unwrap();
+        assert_eq!(a.max_bytes(), 9 << 20);
+        a.admit(Some(super::super::review::base_cost(3 << 20)))
+            .unwrap();
     }
 }

@@ -194,6 +194,8 @@ fn flags_parse_with_defaults_and_durations() {
         "4",
         "--webhook-max-inflight-bytes",
         "2097152",
+        "--webhook-max-connections",
+        "3",
     ])
     .expect("parses")
     .args;
@@ -201,7 +203,22 @@ fn flags_parse_with_defaults_and_durations() {
     assert_eq!(custom.webhook_max_concurrent_requests, 4);
     assert_eq!(custom.webhook_max_inflight_bytes, 2 << 20);
     assert_eq!(defaults.webhook_max_concurrent_requests, 16);
-    assert_eq!(defaults.webhook_max_inflight_bytes, 6 << 20);
+    assert_eq!(defaults.webhook_max_inflight_bytes, 16 << 20);
+    assert_eq!(defaults.webhook_max_connections, 16);
+    assert_eq!(custom.webhook_max_connections, 3);
+    // The documented budget holds at the defaults (see "Memory budget").
+    let bound = super::memory_bound(
+        defaults.webhook_max_inflight_bytes,
+        defaults.webhook_max_connections,
+        defaults.webhook_max_concurrent_requests,
+    );
+    assert!(bound <= super::MEMORY_BUDGET_BYTES, "{} MiB", bound >> 20);
+    // The figures the "Memory budget" doc states.
+    use crate::http::listener::{HTTP1_CONNECTION_BYTES, HTTPS_CONNECTION_BYTES, REQUEST_BYTES};
+    assert_eq!(HTTPS_CONNECTION_BYTES, 696 * 1024);
+    assert_eq!(HTTP1_CONNECTION_BYTES, 304 * 1024);
+    assert_eq!(REQUEST_BYTES, 168 * 1024);
+    assert_eq!(bound, 50944 * 1024, "49.75 MiB");
     assert_eq!(
         custom.webhook_cert_poll_interval,
         Duration::from_millis(500)

@@ -20,9 +20,9 @@ use http_body_util::BodyExt;
 use super::WebhookReadiness;
 use super::admission::{Admission, Refused, Ticket};
 use super::pool::ConvertPool;
+use super::review::{self, LOG_REJECTIONS, Outcome, Reply};
 use crate::conversion::Converter;
 use std::sync::Arc;
-use super::review::{self, Outcome, Reply};
 
 /// Bodies above this size are converted on the conversion threads ([`ConvertPool`]), so a 3 MiB
 /// review does not stall the async workers serving other connections.
@@ -125,7 +125,7 @@ async fn check_headers(request: Request, next: Next) -> Response {
         let message = format!(
             "request headers too large: {count} headers, {bytes} bytes (limits {MAX_HEADERS} headers, {MAX_HEADER_BYTES} bytes)"
         );
-        tracing::warn!("rejected request: {message}");
+        warn_rejected(&message);
         let mut response = into_response(review::status_reply(
             StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             "RequestHeaderFieldsTooLarge",
@@ -177,9 +177,17 @@ fn into_response(reply: Reply) -> Response {
     (
         reply.status,
         [(header::CONTENT_TYPE, "application/json")],
-        reply.body,
+        reply.body(),
     )
         .into_response()
+}
+
+/// Logs a refused request, at most as often as [`LOG_REJECTIONS`] allows (a flood of 429s must
+/// not become a flood of log lines).
+fn warn_rejected(message: &str) {
+    if let Some(suppressed) = LOG_REJECTIONS.allow() {
+        tracing::warn!(suppressed, "rejected request: {message}");
+    }
 }
 
 fn is_json(headers: &HeaderMap) -> bool {
@@ -204,7 +212,7 @@ async fn convert(
             .and_then(|v| v.to_str().ok())
             .map_or_else(|| "none".to_string(), review_echo);
         let message = format!("Content-Type must be application/json, got {found}");
-        tracing::warn!("rejected request: {message}");
+        warn_rejected(&message);
         return into_response(review::status_reply(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "UnsupportedMediaType",
@@ -237,7 +245,7 @@ async fn convert(
             return response;
         }
         let declared = declared.and_then(|len| usize::try_from(len).ok());
-        let mut ticket = match state.admission.admit(declared) {
+        let mut ticket = match state.admission.admit(declared.map(review::base_cost)) {
             Ok(ticket) => ticket,
             Err(refused) => return refuse(&state.admission, version, body, limit, &refused).await,
         };
@@ -250,7 +258,7 @@ async fn convert(
             }
             ReadBody::Failed(e) => {
                 let message = format!("cannot read the request body: {e}");
-                tracing::warn!("{message}");
+                warn_rejected(&message);
                 return into_response(review::status_reply(
                     StatusCode::BAD_REQUEST,
                     "BadRequest",
@@ -259,17 +267,28 @@ async fn convert(
             }
         };
         let size = bytes.len();
-        let (reply, outcome) = answer(&state.pool, state.converters.clone(), bytes).await;
-        match &outcome {
-            Outcome::Converted { objects } => tracing::debug!(
-                objects,
-                bytes = size,
-                elapsed_us = started.elapsed().as_micros() as u64,
-                "converted"
-            ),
-            Outcome::Failed { .. } | Outcome::Rejected { .. } => {}
+        let (answered, ticket) = answer(&state, bytes, ticket).await;
+        match answered {
+            Ok((reply, outcome)) => {
+                match &outcome {
+                    Outcome::Converted { objects } => tracing::debug!(
+                        objects,
+                        bytes = size,
+                        elapsed_us = started.elapsed().as_micros() as u64,
+                        "converted"
+                    ),
+                    Outcome::Failed { .. } | Outcome::Rejected { .. } => {}
+                }
+                held_response(reply, ticket)
+            }
+            // The body is read already: nothing to drain.
+            Err(refused) => {
+                drop(ticket);
+                let message = refused.to_string();
+                warn_rejected(&message);
+                too_many(&message)
+            }
         }
-        held_response(reply, ticket)
     };
     match tokio::time::timeout(limits.request_timeout, work).await {
         Ok(response) => response,
@@ -278,7 +297,7 @@ async fn convert(
                 "request not answered within {:?} (--webhook-request-timeout)",
                 limits.request_timeout
             );
-            tracing::warn!("{message}");
+            warn_rejected(&message);
             into_response(review::status_reply(
                 StatusCode::REQUEST_TIMEOUT,
                 "Timeout",
@@ -288,19 +307,46 @@ async fn convert(
     }
 }
 
-/// The answer, keeping the request's budget until hyper has taken the body: the converted
-/// review is about as large as the request, and it is memory too.
-fn held_response(reply: Reply, ticket: Ticket) -> Response {
-    let body = http_body_util::Full::new(Bytes::from(reply.body)).map_frame(move |frame| {
+/// The answer, in its chunks, keeping the request's budget until hyper has taken the last of
+/// them: the answer is memory too, and so is what the conversion held. A client that does not
+/// read it loses its connection after the listener's request lifetime, which frees both.
+fn held_response(reply: Reply, ticket: Option<Ticket>) -> Response {
+    let length = reply.len();
+    let chunks = futures::stream::iter(
+        reply
+            .chunks
+            .into_iter()
+            .map(Ok::<Bytes, std::convert::Infallible>),
+    );
+    let body = Body::from_stream(chunks).map_frame(move |frame| {
         let _held = &ticket;
         frame
     });
     (
         reply.status,
-        [(header::CONTENT_TYPE, "application/json")],
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::CONTENT_LENGTH, HeaderValue::from(length)),
+        ],
         Body::new(body),
     )
         .into_response()
+}
+
+/// `429 Too Many Requests` with `Retry-After`.
+fn too_many(message: &str) -> Response {
+    let mut response = into_response(review::status_reply(
+        StatusCode::TOO_MANY_REQUESTS,
+        "TooManyRequests",
+        message,
+    ));
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+    response
 }
 
 /// Answers 429 with `Retry-After`, after reading the body and throwing it away (bounded, if a
@@ -316,18 +362,13 @@ async fn refuse(
     refused: &Refused,
 ) -> Response {
     let message = refused.to_string();
-    tracing::warn!("rejected request: {message}");
+    warn_rejected(&message);
     let drained = match admission.drain_slot() {
         Some(_slot) => drain(body, limit).await.is_ok(),
         None => false,
     };
-    let mut response = into_response(review::status_reply(
-        StatusCode::TOO_MANY_REQUESTS,
-        "TooManyRequests",
-        &message,
-    ));
+    let mut response = too_many(&message);
     let headers = response.headers_mut();
-    headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
     if !drained && version < Version::HTTP_2 {
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
@@ -349,25 +390,44 @@ async fn drain(mut body: Body, limit: usize) -> Result<(), ()> {
     Ok(())
 }
 
+/// Converts a review within the byte budget `limit`, charging `ticket` as it goes; gives the
+/// ticket back (unless the conversion thread failed) to be held by the answer.
 async fn answer(
-    pool: &ConvertPool,
-    converters: Arc<Vec<Arc<dyn Converter>>>,
+    state: &AppState,
     bytes: Bytes,
-) -> (Reply, Outcome) {
+    mut ticket: Ticket,
+) -> (Result<(Reply, Outcome), Refused>, Option<Ticket>) {
+    let (pool, limit) = (&state.pool, state.admission.max_bytes());
+    let converters = state.converters.clone();
     if bytes.len() <= INLINE_BODY_BYTES {
-        return review::answer(&bytes, &converters);
+        let answered = review::answer_within(&bytes, &converters, limit, &mut |total| {
+            ticket.charge_up_to(total)
+        });
+        return (answered, Some(ticket));
     }
-    match pool
-        .run(move || review::answer(&bytes, &converters))
-        .await
-    {
-        Ok(answered) => answered,
+    let job = move || {
+        let answered = review::answer_within(&bytes, &converters, limit, &mut |total| {
+            ticket.charge_up_to(total)
+        });
+        // The body is not needed any more (its charge stays until the answer is sent).
+        drop(bytes);
+        (answered, ticket)
+    };
+    match pool.run(job).await {
+        Ok((answered, ticket)) => (answered, Some(ticket)),
         Err(e) => {
             let message = format!("conversion task failed: {e}");
             tracing::error!("{message}");
             (
-                review::status_reply(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", &message),
-                Outcome::Rejected { message },
+                Ok((
+                    review::status_reply(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "InternalError",
+                        &message,
+                    ),
+                    Outcome::Rejected { message },
+                )),
+                None,
             )
         }
     }
@@ -409,8 +469,14 @@ async fn read_body(
         };
         seen = seen.saturating_add(data.len() as u64);
         if seen <= limit as u64 {
-            // A body without a declared length is charged as it arrives.
-            if let Err(refused) = ticket.charge_up_to(seen as usize) {
+            let len = seen as usize;
+            if len > buffer.capacity() {
+                // A body without a declared length grows its buffer (never past the limit) and
+                // is charged for it as it arrives.
+                let grown = (buffer.capacity() * 2).clamp(len, limit);
+                buffer.reserve_exact(grown - buffer.len());
+            }
+            if let Err(refused) = ticket.charge_up_to(review::base_cost(buffer.capacity())) {
                 return ReadBody::Refused(refused, body);
             }
             buffer.extend_from_slice(&data);
@@ -430,7 +496,7 @@ async fn read_body(
 fn too_large(limit: usize) -> Response {
     let message =
         format!("request body is larger than {limit} bytes (--webhook-max-request-bytes)");
-    tracing::warn!("rejected request: {message}");
+    warn_rejected(&message);
     into_response(review::status_reply(
         StatusCode::PAYLOAD_TOO_LARGE,
         "RequestEntityTooLarge",
