@@ -24,9 +24,9 @@ pub enum Command {
     /// Generate CRDs or a registry+v1 bundle.
     #[command(subcommand)]
     Generate(cmd::generate::GenerateCommand),
-    /// Validate bundles like `operator-sdk bundle validate`.
+    /// Validate bundles like `operator-sdk bundle validate` (also spelled `bundle validate`).
     Validate(cmd::validate::Args),
-    /// Render bundles or catalogs to File-Based Catalog blobs, like `opm render`.
+    /// Render bundles, catalogs, templates or images to File-Based Catalog blobs, like `opm render`.
     Render(cmd::render::Args),
     /// File-Based Catalog commands.
     #[command(subcommand)]
@@ -54,6 +54,77 @@ pub enum Command {
     Upgrade(cmd::upgrade::Args),
     /// Approve a pending manual InstallPlan.
     Approve(cmd::approve::Args),
+    /// Try a bundle on a cluster before publishing it: `run bundle`, `run bundle-upgrade`, like
+    /// operator-sdk's.
+    #[command(subcommand)]
+    Run(cmd::run::RunCommand),
+    /// Remove what `run bundle` created for a package, like `operator-sdk cleanup`.
+    Cleanup(cmd::cleanup::Args),
+    /// operator-sdk's spelling: `bundle validate` is `validate`.
+    #[command(subcommand, hide = true)]
+    Bundle(SdkBundleCommand),
+    /// opm's spelling: `alpha render-template` is `render` of a template.
+    #[command(subcommand, hide = true)]
+    Alpha(AlphaCommand),
+    /// opm's command paths (`opm render|validate|serve|init|alpha render-template`), so that a
+    /// Makefile can set `OPM = bundle-tool opm`.
+    #[command(subcommand, hide = true)]
+    Opm(OpmCommand),
+    /// Scaffold a new kube-rs operator project on the olmkit runtime, like `kubebuilder init`.
+    Init(cmd::scaffold::InitArgs),
+    /// Scaffold into a project made by `init`: `create api`, like kubebuilder's.
+    #[command(subcommand)]
+    Create(cmd::scaffold::CreateCommand),
+}
+
+/// `bundle-tool bundle ...`: operator-sdk's `bundle` group (hidden; the same commands).
+#[derive(Subcommand, Debug)]
+pub enum SdkBundleCommand {
+    /// `operator-sdk bundle validate`: the same as `bundle-tool validate`.
+    Validate(cmd::validate::Args),
+}
+
+/// `bundle-tool alpha ...`: opm's `alpha` group (hidden).
+#[derive(Subcommand, Debug)]
+pub enum AlphaCommand {
+    /// `opm alpha render-template [TYPE] FILE`: `bundle-tool render FILE`.
+    RenderTemplate(cmd::render::TemplateArgs),
+}
+
+/// `bundle-tool opm ...`: opm's command paths (hidden), each the bundle-tool command it names.
+#[derive(Subcommand, Debug)]
+pub enum OpmCommand {
+    /// `opm render`: `bundle-tool render`.
+    Render(cmd::render::Args),
+    /// `opm validate DIR`: `bundle-tool catalog validate DIR`.
+    Validate(cmd::catalog::ValidateArgs),
+    /// `opm serve DIR`: `bundle-tool serve DIR`.
+    Serve(cmd::serve::Args),
+    /// `opm init PACKAGE`: `bundle-tool catalog init PACKAGE`.
+    Init(cmd::catalog::InitArgs),
+    /// `opm alpha ...`.
+    #[command(subcommand)]
+    Alpha(AlphaCommand),
+}
+
+impl Command {
+    /// The command an operator-sdk or opm spelling names (`bundle validate` is `validate`,
+    /// `opm validate` is `catalog validate`...); every other command is itself.
+    pub fn canonical(self) -> Command {
+        use cmd::catalog::CatalogCommand as C;
+        match self {
+            Command::Bundle(SdkBundleCommand::Validate(a)) => Command::Validate(a),
+            Command::Alpha(AlphaCommand::RenderTemplate(a))
+            | Command::Opm(OpmCommand::Alpha(AlphaCommand::RenderTemplate(a))) => {
+                Command::Render(a.into_render())
+            }
+            Command::Opm(OpmCommand::Render(a)) => Command::Render(a),
+            Command::Opm(OpmCommand::Validate(a)) => Command::Catalog(C::Validate(a)),
+            Command::Opm(OpmCommand::Serve(a)) => Command::Serve(a),
+            Command::Opm(OpmCommand::Init(a)) => Command::Catalog(C::Init(a)),
+            other => other,
+        }
+    }
 }
 
 /// The trees each command reads (or writes into) that a bundle-tool commit may have left half
@@ -69,7 +140,13 @@ pub fn trees_read(command: &Command) -> Vec<PathBuf> {
     let local_catalog =
         |dir: &Option<PathBuf>| vec![dir.clone().unwrap_or_else(|| PathBuf::from("catalog"))];
     match command {
-        Command::Generate(G::Crds(a)) => vec![a.output_dir.clone()],
+        Command::Generate(G::Kustomize(cmd::generate::KustomizeCommand::Manifests(a))) => {
+            vec![
+                a.input_dir.clone(),
+                a.output_dir.clone(),
+                a.crds_dir.clone(),
+            ]
+        }
         Command::Generate(G::Bundle(a)) => std::iter::once(
             a.output_dir
                 .clone()
@@ -79,26 +156,34 @@ pub fn trees_read(command: &Command) -> Vec<PathBuf> {
         .chain(a.deploy_dir.clone())
         .chain(a.crds_dir.clone())
         .collect(),
-        Command::Validate(a) => a
+        Command::Validate(a) | Command::Bundle(SdkBundleCommand::Validate(a)) => a
             .bundle_dirs
             .iter()
             .cloned()
             .chain(a.previous.clone())
             .collect(),
-        Command::Render(a) => a
+        Command::Alpha(AlphaCommand::RenderTemplate(a))
+        | Command::Opm(OpmCommand::Alpha(AlphaCommand::RenderTemplate(a))) => a.trees(),
+        Command::Render(a) | Command::Opm(OpmCommand::Render(a)) => a
             .inputs
             .iter()
             .chain(&a.bundles)
             .chain(&a.catalogs)
             .cloned()
             .collect(),
-        Command::Catalog(C::Validate(a) | C::Check(a)) => vec![a.dir.clone()],
+        Command::Catalog(C::Validate(a) | C::Check(a)) | Command::Opm(OpmCommand::Validate(a)) => {
+            vec![a.dir.clone()]
+        }
+        // Files named on the command line, and a server far away.
+        Command::Catalog(C::Init(_) | C::Query(_)) | Command::Opm(OpmCommand::Init(_)) => {
+            Vec::new()
+        }
         Command::Catalog(C::Verify(a)) => std::iter::once(a.catalog_dir.clone())
             .chain(a.bundles.iter().cloned())
             .collect(),
         Command::Catalog(C::FromBundles(a)) => a.bundles.clone(),
         Command::Catalog(C::Index(a)) => vec![a.configs.clone()],
-        Command::Release(_) | Command::Serve(_) => Vec::new(),
+        Command::Release(_) | Command::Serve(_) | Command::Opm(OpmCommand::Serve(_)) => Vec::new(),
         Command::Promote(a) => vec![a.catalog_dir.clone()],
         Command::Graph(a) => vec![a.catalog_dir.clone()],
         Command::Explain(cmd::explain::ExplainCommand::Upgrade(a)) => vec![a.catalog_dir.clone()],
@@ -115,6 +200,12 @@ pub fn trees_read(command: &Command) -> Vec<PathBuf> {
         Command::Status(a) => local_catalog(&a.catalog_dir),
         Command::Upgrade(a) => local_catalog(&a.catalog_dir),
         Command::Approve(a) => local_catalog(&a.catalog_dir),
+        // A bundle directory they are given; images and the cluster are no tree of the project.
+        Command::Run(cmd::run::RunCommand::Bundle(a)) => a.trees_read(),
+        Command::Run(cmd::run::RunCommand::BundleUpgrade(a)) => a.trees_read(),
+        Command::Cleanup(_) => Vec::new(),
+        // Their writes complete interrupted commits themselves (Changeset::new).
+        Command::Init(_) | Command::Create(_) => Vec::new(),
     }
 }
 
@@ -123,7 +214,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), CmdError> {
     let g = &cli.global;
     let trees = trees_read(&cli.command);
     cmd::common::pending::recover_before_reading(trees.iter().map(PathBuf::as_path))?;
-    match cli.command {
+    match cli.command.canonical() {
         Command::Generate(c) => cmd::generate::run(c, g).await,
         Command::Validate(a) => cmd::validate::run(a, g).await,
         Command::Render(a) => cmd::render::run(a, g).await,
@@ -138,6 +229,13 @@ pub async fn dispatch(cli: Cli) -> Result<(), CmdError> {
         Command::Status(a) => cmd::status::run(a, g).await,
         Command::Upgrade(a) => cmd::upgrade::run(a, g).await,
         Command::Approve(a) => cmd::approve::run(a, g).await,
+        Command::Run(c) => cmd::run::run(c, g).await,
+        Command::Cleanup(a) => cmd::cleanup::run(a, g).await,
+        Command::Bundle(_) | Command::Alpha(_) | Command::Opm(_) => Err(CmdError::unexpected(
+            anyhow::anyhow!("an operator-sdk or opm spelling was not mapped to its command"),
+        )),
+        Command::Init(a) => cmd::scaffold::init(a, g).await,
+        Command::Create(c) => cmd::scaffold::create(c, g).await,
     }
 }
 

@@ -4,7 +4,7 @@
 //! files are replaced atomically and keep their permission bits; new files get 0644 minus the
 //! umask; a symbolic link to a regular file is followed (the file is replaced, the link stays);
 //! a directory is refused, naming it. Through the real binary: `catalog index -o`, `image
-//! dockerfile catalog --output` and `generate crds --output-dir`.
+//! dockerfile catalog --output`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -225,19 +225,6 @@ fn a_new_file_gets_the_usual_mode() {
             .unwrap();
         assert!(status.status.success(), "{status:?}");
         assert_eq!(mode(&out), want, "umask {umask}");
-        let crds = tmp.path().join(format!("crds-{umask}"));
-        let status = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "umask {umask} && exec \"$0\" generate crds --output-dir \"$1\""
-            ))
-            .arg(env!("CARGO_BIN_EXE_bundle-tool"))
-            .arg(&crds)
-            .output()
-            .unwrap();
-        assert!(status.status.success(), "{status:?}");
-        let file = std::fs::read_dir(&crds).unwrap().next().unwrap().unwrap();
-        assert_eq!(mode(&file.path()), want, "generate crds, umask {umask}");
     }
 }
 

@@ -30,6 +30,55 @@ pub enum CatalogCommand {
     FromBundles(FromBundlesArgs),
     /// Precompute the index `bundle-tool serve` and `catalog-server` start from instantly.
     Index(IndexArgs),
+    /// Print an olm.package blob (default channel, description, icon), like `opm init`.
+    Init(InitArgs),
+    /// Ask a running catalog server (serve, catalog-server, opm serve) one api.Registry RPC.
+    #[command(disable_version_flag = true)]
+    Query(crate::cmd::query::Args),
+}
+
+/// Arguments of `catalog init` (`opm init`'s flags).
+#[derive(clap::Args, Debug)]
+pub struct InitArgs {
+    /// The package name.
+    #[arg(value_name = "PACKAGE")]
+    pub package: String,
+    /// The channel that subscriptions will default to if unspecified.
+    #[arg(long, short = 'c', default_value = "", hide_default_value = true)]
+    pub default_channel: String,
+    /// Path to the package's icon (SVG, PNG, JPEG, GIF, WebP...).
+    #[arg(long, short = 'i', value_name = "FILE")]
+    pub icon: Option<PathBuf>,
+    /// Path to the operator's README.md (or other documentation).
+    #[arg(long, short = 'd', value_name = "FILE")]
+    pub description: Option<PathBuf>,
+    /// Output format (json|yaml).
+    #[arg(short, long, value_enum, default_value_t = FbcFormat::Json)]
+    pub output: FbcFormat,
+}
+
+/// `catalog init`: operator-registry's `cmd/opm/init` (`action.Init.Run`, then
+/// `declcfg.WriteJSON`/`WriteYAML` of the one package), through `olmkit_catalog::init`.
+fn run_init(a: &InitArgs) -> Result<(), CmdError> {
+    use olmkit_core::confine::{MANIFEST_FILE, read_named};
+    let read = |p: &Option<PathBuf>, what: &str| -> Result<Option<Vec<u8>>, CmdError> {
+        p.as_deref()
+            .map(|p| {
+                read_named(p, MANIFEST_FILE).user_hint(format!("--{what} takes a readable file"))
+            })
+            .transpose()
+    };
+    let init = olmkit_catalog::init::Init {
+        package: a.package.clone(),
+        default_channel: a.default_channel.clone(),
+        description: read(&a.description, "description")?,
+        icon: read(&a.icon, "icon")?,
+    };
+    let cfg = init.config().user_hint(
+        "opm init takes SVG, PNG, JPEG, GIF, WebP, BMP, TIFF or ICO icons, recognised by their content (an SVG must end with </svg> and have no `*` after its opening tag)",
+    )?;
+    let text = declcfg::render_config(&cfg, a.output.into()).user_err()?;
+    print_data(&text).unexpected_err()
 }
 
 /// Arguments of `catalog validate` and `catalog check`.
@@ -139,6 +188,50 @@ fn verify_err(e: catalog_dir::VerifyCatalogError) -> CmdError {
     CmdError::user(e).hint(hint)
 }
 
+/// `generate bundle` (operator-sdk's layout: `bundle/manifests`, `bundle/metadata`,
+/// `bundle/tests`) and `release` (`bundle/<package>/<version>/`) both write under `bundle/`.
+/// When `dir` is such an operator-sdk bundle and also holds versioned bundles, the catalog
+/// is verified against the versioned ones (what `release` rendered it from), and the
+/// operator-sdk bundle, the working copy `make bundle` regenerates, is left out with a note.
+fn versioned_instead_of_sdk(
+    dir: &std::path::Path,
+    found: Vec<PathBuf>,
+) -> Result<Vec<PathBuf>, CmdError> {
+    if found.as_slice() != [dir.to_path_buf()] {
+        return Ok(found);
+    }
+    let mut versioned = Vec::new();
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| CmdError::msg(format!("cannot read {}: {e}", dir.display())))?;
+    let mut children: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .filter(|p| {
+            p.file_name().is_some_and(|n| {
+                let n = n.to_string_lossy();
+                !n.starts_with('.') && !matches!(n.as_ref(), "manifests" | "metadata" | "tests")
+            })
+        })
+        .collect();
+    children.sort();
+    for c in children {
+        versioned.extend(
+            catalog_dir::find_bundle_dirs(&c)
+                .map_err(|e| CmdError::msg(format!("cannot read {}: {e}", c.display())))?,
+        );
+    }
+    if versioned.is_empty() {
+        return Ok(found);
+    }
+    eprintln!(
+        "note: {} holds an operator-sdk layout bundle (manifests/, metadata/: generate bundle's working copy) and {} versioned bundle(s) (release's): verifying the versioned ones, which the catalog was rendered from",
+        dir.display(),
+        versioned.len()
+    );
+    Ok(versioned)
+}
+
 /// Loads and validates a catalog directory: load errors become a one-finding report.
 pub fn validate_dir(
     dir: &std::path::Path,
@@ -186,6 +279,8 @@ pub fn validate_dir(
 pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError> {
     match command {
         CatalogCommand::Index(a) => run_index(a, g).await,
+        CatalogCommand::Init(a) => run_init(&a),
+        CatalogCommand::Query(a) => crate::cmd::query::run(a, g).await,
         CatalogCommand::Validate(a) => {
             let (report, _) = validate_dir(&a.dir, g)?;
             print_report(&report, a.output)
@@ -216,11 +311,12 @@ pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError
         CatalogCommand::Verify(a) => {
             let mut dirs = Vec::new();
             for d in &a.bundles {
-                for dir in catalog_dir::find_bundle_dirs(d).map_err(|e| {
+                let found = catalog_dir::find_bundle_dirs(d).map_err(|e| {
                     CmdError::msg(format!("cannot read {}: {e}", d.display()))
                         .hint("pass --bundles with the bundle directories the catalog was rendered from (default: ./bundle)")
                         .hint(BUNDLE_DIRS_HINT)
-                })? {
+                })?;
+                for dir in versioned_instead_of_sdk(d, found)? {
                     dirs.push(olmkit_bundle::load_bundle_dir(&dir).user_hint(BUNDLE_DIR_HINT)?);
                 }
             }

@@ -1,5 +1,7 @@
-//! `bundle-tool generate crds|bundle`: the Memcached CRD, and registry+v1 bundles from any
-//! operator's manifests.
+//! `bundle-tool generate bundle|kustomize manifests`: registry+v1 bundles from any operator's
+//! manifests, and the kustomize base CSV they start from. (CRDs come from an operator's own
+//! `crd` subcommand, which every operator on `olmkit-runtime` has: `make manifests` runs
+//! `<operator> crd --output-dir config/crd/bases`, as kubebuilder's runs controller-gen.)
 //!
 //! `generate bundle` is a drop-in for `operator-sdk generate bundle` (v1.38.0,
 //! `internal/cmd/operator-sdk/generate/bundle`): the same flags and defaults, manifests piped
@@ -31,21 +33,51 @@ use std::path::{Path, PathBuf};
 #[allow(clippy::large_enum_variant)]
 #[derive(clap::Subcommand, Debug)]
 pub enum GenerateCommand {
-    /// Write the Memcached CRD with all its versions, as controller-gen names it
-    /// (<group>_<plural>.yaml).
-    Crds(CrdsArgs),
     /// Generate a registry+v1 bundle from an operator's manifests, like
     /// `operator-sdk generate bundle`, and validate it before writing.
     #[command(disable_version_flag = true)]
     Bundle(BundleArgs),
+    /// Kustomize files for operator-framework manifests: `kustomize manifests`, like
+    /// `operator-sdk generate kustomize manifests`.
+    #[command(subcommand)]
+    Kustomize(KustomizeCommand),
 }
 
-/// Arguments of `generate crds`.
+/// Subcommands of `generate kustomize`.
+#[derive(clap::Subcommand, Debug)]
+pub enum KustomizeCommand {
+    /// Write the base CSV (config/manifests/bases/<package>.clusterserviceversion.yaml, hand
+    /// edits kept) and config/manifests/kustomization.yaml (when missing), like
+    /// `operator-sdk generate kustomize manifests`.
+    Manifests(KustomizeManifestsArgs),
+}
+
+/// Arguments of `generate kustomize manifests` (operator-sdk's flags, then bundle-tool's).
 #[derive(clap::Args, Debug)]
-pub struct CrdsArgs {
-    /// Directory to write the CRD into.
-    #[arg(long, default_value = "config/crd/bases", value_name = "DIR")]
+pub struct KustomizeManifestsArgs {
+    /// Package name [default: projectName of ./PROJECT, else the current directory's name].
+    #[arg(long)]
+    pub package: Option<String>,
+    /// Directory containing existing kustomize files.
+    #[arg(long, value_name = "DIR", default_value = "config/manifests")]
+    pub input_dir: PathBuf,
+    /// Directory to write kustomize files.
+    #[arg(long, value_name = "DIR", default_value = "config/manifests")]
     pub output_dir: PathBuf,
+    /// Root directory for API type definitions (operator-sdk reads Go doc comments there;
+    /// bundle-tool reads the same descriptions from the CRDs in --crds-dir).
+    #[arg(long, value_name = "DIR", default_value = "api")]
+    pub apis_dir: PathBuf,
+    /// operator-sdk prompts for UI metadata when no base exists; bundle-tool never prompts
+    /// (--interactive=false is operator-sdk's way to say so): edit the base instead.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub interactive: bool,
+    /// Run in quiet mode.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// bundle-tool: the project's CRDs, for the owned APIs' names and descriptions.
+    #[arg(long, value_name = "DIR", default_value = "config/crd/bases")]
+    pub crds_dir: PathBuf,
 }
 
 /// File layout of `generate bundle`.
@@ -131,6 +163,11 @@ pub struct BundleArgs {
     /// operator-sdk's typed objects are (creationTimestamp: null, status: {...}).
     #[arg(long)]
     pub upstream_compat: bool,
+    /// The operator image: sets the manager container's image and the CSV's containerImage,
+    /// as `make bundle`'s `kustomize edit set image controller=$(IMG)` would (repeatable;
+    /// NAME=IMAGE rewrites every container image named NAME, as kustomize's images do).
+    #[arg(long, value_name = "[NAME=]IMAGE")]
+    pub image: Vec<String>,
     /// bundle-tool: turn off one improvement over operator-sdk (repeatable, comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "IMPROVEMENT", value_parser = improvement_names())]
     pub without: Vec<String>,
@@ -158,23 +195,135 @@ fn improvement_names() -> clap::builder::PossibleValuesParser {
 /// Runs the command.
 pub async fn run(command: GenerateCommand, g: &GlobalArgs) -> Result<(), CmdError> {
     match command {
-        GenerateCommand::Crds(a) => crds(&a),
         GenerateCommand::Bundle(a) => tokio::task::block_in_place(|| bundle(&a, g)),
+        GenerateCommand::Kustomize(KustomizeCommand::Manifests(a)) => kustomize_manifests(&a),
     }
 }
 
-/// The Memcached CRD as bytes: exactly what `operator crd` prints.
-pub fn crd_yaml() -> Result<String, CmdError> {
-    to_yaml("the Memcached CRD", &memcached_api::crd()).unexpected_err()
-}
-
-fn crds(a: &CrdsArgs) -> Result<(), CmdError> {
-    let file = olmkit_bundle::naming::crd_file_name(memcached_api::GROUP, memcached_api::PLURAL);
-    let path = a.output_dir.join(file);
-    let yaml = crd_yaml()?;
-    crate::cmd::common::pending::write_output(&path, yaml.as_bytes())?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
+/// `generate kustomize manifests`: operator-sdk's `manifestsCmd.run`
+/// (`internal/cmd/operator-sdk/generate/kustomize/manifests.go`) through
+/// `olmkit_bundle::generate::kustomize`: the base CSV read back from `--input-dir` (hand edits
+/// kept) or operator-sdk's default, the project's APIs described from `PROJECT` and the CRDs,
+/// written to `--output-dir/bases`, and `kustomization.yaml` written when missing.
+fn kustomize_manifests(a: &KustomizeManifestsArgs) -> Result<(), CmdError> {
+    use olmkit_bundle::generate::kustomize::{
+        BaseInputs, base_csv, kustomization_yaml, layout_support, project_apis, render_base,
+    };
+    let say = |line: String| {
+        if !a.quiet {
+            print_data(&format!("{line}\n")).unexpected_err()
+        } else {
+            Ok(())
+        }
+    };
+    say(format!(
+        "Generating kustomize files in {}",
+        a.output_dir.display()
+    ))?;
+    if a.interactive {
+        eprintln!(
+            "note: bundle-tool does not prompt for UI metadata: edit displayName, description, icon, maintainers and the rest in the base it writes"
+        );
+    }
+    let project = read_project()?;
+    let project_doc = match olmkit_core::confine::read_named(
+        Path::new("PROJECT"),
+        olmkit_core::confine::MANIFEST_FILE,
+    ) {
+        Ok(b) => Some(
+            olmkit_core::docs::parse_document("PROJECT", &b)
+                .map_err(|e| CmdError::user(e).hint("fix the PROJECT file"))?,
+        ),
+        Err(_) => None,
+    };
+    let package = match a
+        .package
+        .clone()
+        .or_else(|| project.as_ref().and_then(|p| p.project_name.clone()))
+    {
+        Some(p) => p,
+        None => {
+            // operator-sdk: the current directory's name, lowercased, as a DNS-1123 label.
+            let cwd = std::env::current_dir().unexpected_err()?;
+            let name = cwd
+                .file_name()
+                .map(|n| n.to_string_lossy().to_lowercase())
+                .unwrap_or_default();
+            let errors = olmkit_core::k8s_name::dns1123_label_errors(&name);
+            if !errors.is_empty() {
+                return Err(CmdError::msg(format!(
+                    "project name ({name}) is invalid: {}",
+                    errors.join("; ")
+                ))
+                .hint("pass --package NAME"));
+            }
+            name
+        }
+    };
+    let rel_base = PathBuf::from("bases").join(format!("{package}.clusterserviceversion.yaml"));
+    let base_path = a.input_dir.join(&rel_base);
+    let existing = if base_path.is_file() {
+        let docs = load_manifest_dir(&base_path).map_err(load_error)?;
+        Some(
+            docs.into_iter()
+                .find(|d| d.kind() == olmkit_bundle::kinds::CSV)
+                .ok_or_else(|| {
+                    CmdError::msg(format!(
+                        "error reading existing ClusterServiceVersion base {}: no ClusterServiceVersion manifest in {}",
+                        base_path.display(),
+                        base_path.display()
+                    ))
+                    .hint("the base must have kind: ClusterServiceVersion, or remove it to start from the default")
+                })?
+                .object,
+        )
+    } else {
+        None
+    };
+    let crds = if a.crds_dir.is_dir() {
+        load_manifest_dir(&a.crds_dir)
+            .map_err(load_error)?
+            .into_iter()
+            .filter(|d| d.kind() == olmkit_bundle::kinds::CRD)
+            .map(|d| d.object)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if !a.quiet && a.apis_dir.is_dir() {
+        eprintln!(
+            "note: API descriptions come from the CRDs in {} (controller-gen's, from the types in {}); Go +operator-sdk:csv markers are not read",
+            a.crds_dir.display(),
+            a.apis_dir.display()
+        );
+    }
+    let (csv, notes) = base_csv(&BaseInputs {
+        package: package.clone(),
+        existing,
+        apis: project_doc.as_ref().map(project_apis).unwrap_or_default(),
+        crds,
+    });
+    if !a.quiet {
+        for n in &notes {
+            eprintln!("note: {n}");
+        }
+    }
+    let yaml = render_base(&csv).user_err()?;
+    let out_base = a.output_dir.join(&rel_base);
+    if let Some(parent) = out_base.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| CmdError::msg(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    crate::cmd::common::pending::write_output(&out_base, yaml.as_bytes())?;
+    let kustomization = a.output_dir.join("kustomization.yaml");
+    if !kustomization.exists() {
+        let (go, v4) = layout_support(project.as_ref().map_or("", |p| p.layout.as_str()));
+        crate::cmd::common::pending::write_output(
+            &kustomization,
+            kustomization_yaml(&package, go, v4).as_bytes(),
+        )?;
+    }
+    say("Kustomize files generated successfully".to_string())
 }
 
 /// Whether stdin is a pipe (operator-sdk's `genutil.IsPipeReader`: a FIFO, not a terminal,
@@ -322,6 +471,11 @@ struct Plan {
     settings: Settings,
     /// Output directory, when known before generation (not for the versioned default).
     out_dir: Option<PathBuf>,
+    /// operator-sdk layout with an output directory outside the current directory, where the
+    /// Dockerfile written here cannot reach.
+    dockerfile_outside: bool,
+    /// What `--image` changed.
+    image_notes: Vec<String>,
 }
 
 fn plan(a: &BundleArgs, g: &GlobalArgs) -> Result<Plan, CmdError> {
@@ -351,6 +505,26 @@ fn plan(a: &BundleArgs, g: &GlobalArgs) -> Result<Plan, CmdError> {
         }
         None => None,
     };
+    let mut manifests = manifests;
+    let mut base_csv = base_csv;
+    let mut image_notes = Vec::new();
+    if !a.image.is_empty() {
+        use olmkit_bundle::generate::set_image::{ImageEdit, apply};
+        let edits = a
+            .image
+            .iter()
+            .map(|s| ImageEdit::parse(s))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(gen_err)?;
+        let mut inputs = GenerateInputs {
+            manifests: std::mem::take(&mut manifests),
+            base_csv: base_csv.take(),
+            samples: Vec::new(),
+        };
+        image_notes = apply(&mut inputs, &edits).map_err(gen_err)?;
+        manifests = inputs.manifests;
+        base_csv = inputs.base_csv;
+    }
     let samples = match &a.samples {
         Some(d) => load_manifest_dir(d).map_err(load_error)?,
         None => Vec::new(),
@@ -389,6 +563,14 @@ fn plan(a: &BundleArgs, g: &GlobalArgs) -> Result<Plan, CmdError> {
         (LayoutArg::Sdk, None) => Some(PathBuf::from("bundle")),
         (LayoutArg::Versioned, None) => None,
     };
+    // operator-sdk writes bundle.Dockerfile into the current directory whatever the output
+    // directory; COPY sources are relative to the build context, so with an output directory
+    // outside the current one the file cannot build (and lands where it was not asked for:
+    // how a stray `COPY /tmp/...` bundle.Dockerfile once got committed at this repository's
+    // root). Kept as operator-sdk does, with a warning.
+    let dockerfile_outside = a.layout == LayoutArg::Sdk
+        && !a.stdout
+        && out_dir.as_deref().is_some_and(|d| !inside_current_dir(d));
     let layout = match a.layout {
         LayoutArg::Sdk => FileLayout::Sdk {
             copy_dir: copy_dir(out_dir.as_deref().unwrap_or(Path::new("bundle"))),
@@ -421,7 +603,37 @@ fn plan(a: &BundleArgs, g: &GlobalArgs) -> Result<Plan, CmdError> {
             scorecard_in_output,
         },
         out_dir,
+        dockerfile_outside,
+        image_notes,
     })
+}
+
+/// Whether `dir` is the current directory or below it (lexically, `..` resolved).
+fn inside_current_dir(dir: &Path) -> bool {
+    let Ok(cwd) = std::env::current_dir() else {
+        return true;
+    };
+    let full = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        cwd.join(dir)
+    };
+    let mut norm = PathBuf::new();
+    for c in full.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                norm.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => norm.push(other),
+        }
+    }
+    let cwd = cwd.canonicalize().unwrap_or(cwd);
+    let norm = match norm.parent().and_then(|p| p.canonicalize().ok()) {
+        Some(parent) => parent.join(norm.file_name().unwrap_or_default()),
+        None => norm,
+    };
+    norm.starts_with(&cwd)
 }
 
 /// Every image reference of the CSV operator-sdk pins: containers and init containers of the
@@ -597,7 +809,7 @@ fn bundle(a: &BundleArgs, g: &GlobalArgs) -> Result<(), CmdError> {
         pin_digests(&mut generated, a.quiet, a.insecure_registry)?;
     }
     if !a.quiet {
-        for n in &generated.notes {
+        for n in plan.image_notes.iter().chain(&generated.notes) {
             eprintln!("note: {n}");
         }
     }
@@ -653,6 +865,15 @@ fn bundle(a: &BundleArgs, g: &GlobalArgs) -> Result<(), CmdError> {
             w.commit(Path::new("."), &out_dir).user_hint(
                 "check that the output directory and the current directory are writable",
             )?;
+            if plan.dockerfile_outside && !w.root_files.is_empty() {
+                eprintln!(
+                    "warning: wrote ./bundle.Dockerfile (as operator-sdk does) with COPY lines naming {}, outside the current directory: no `docker build .` here can reach them",
+                    out_dir.display()
+                );
+                eprintln!(
+                    "hint: run generate bundle from the directory that holds the output directory (the project root), or delete ./bundle.Dockerfile if it is not wanted here"
+                );
+            }
             let mut files: Vec<PathBuf> = w.bundle_files.keys().cloned().collect();
             files.extend(w.root_files.keys().cloned());
             (report, files)

@@ -1,6 +1,7 @@
-//! `bundle-tool render`: bundle directories, catalog directories, FBC files and catalog
-//! templates to File-Based Catalog blobs on stdout, like `opm render` and
-//! `opm alpha render-template`.
+//! `bundle-tool render`: bundle directories, catalog directories, FBC files, catalog templates,
+//! and bundle or catalog images (OCI layouts `oci:DIR[:REF]`, registries) to File-Based
+//! Catalog blobs on stdout, like `opm render` (operator-registry `alpha/action/render.go`) and
+//! `opm alpha render-template` (`cmd/opm/alpha/template`).
 
 use crate::cmd::common::fbc::FbcFormat;
 use crate::exit::{CmdError, ResultExt};
@@ -14,8 +15,9 @@ use std::path::{Path, PathBuf};
 /// Arguments of `bundle-tool render`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Bundle directories (with manifests/), catalog directories, FBC files or catalog
-    /// templates (olm.template.basic, olm.semver).
+    /// Bundle directories (with manifests/), catalog directories, FBC files, catalog
+    /// templates (olm.template.basic, olm.semver), or bundle and catalog images: an OCI layout
+    /// as oci:DIR[:REF] (as skopeo names it) or a registry reference (quay.io/x/y:v1).
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
     /// Output format.
@@ -40,6 +42,81 @@ pub struct Args {
     /// Catalogs whose bundles templates may reference by image.
     #[arg(long = "catalog", value_name = "DIR")]
     pub catalogs: Vec<PathBuf>,
+    /// How bundle and catalog images are pulled.
+    #[command(flatten)]
+    pub images: ImageArgs,
+    /// `alpha render-template TYPE FILE`: the template schema TYPE names.
+    #[arg(skip)]
+    pub template_type: Option<String>,
+}
+
+/// Pulling image inputs (`oci:DIR[:REF]` layouts and registry references).
+#[derive(clap::Args, Debug, Default)]
+pub struct ImageArgs {
+    /// Talk plain HTTP to registries (opm render's --use-http; for a local registry without
+    /// TLS).
+    #[arg(long)]
+    pub use_http: bool,
+}
+
+/// Arguments of `alpha render-template [TYPE] FILE` (opm's `cmd/opm/alpha/template` command:
+/// the template type is read from the file's `schema` when TYPE is left out).
+#[derive(clap::Args, Debug)]
+pub struct TemplateArgs {
+    /// `basic` or `semver` (checked against the file's schema), then the template file; or
+    /// just the file.
+    #[arg(required = true, num_args = 1..=2, value_name = "[TYPE] FILE")]
+    pub args: Vec<String>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = FbcFormat::Json)]
+    pub output: FbcFormat,
+    /// As `render --migrate-level`.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub migrate_level: Option<MigrateLevel>,
+    /// As `render --image-ref-template`.
+    #[arg(long, value_name = "TEMPLATE")]
+    pub image_ref_template: Option<String>,
+    /// As `render --bundles`.
+    #[arg(long = "bundles", value_name = "DIR")]
+    pub bundles: Vec<PathBuf>,
+    /// As `render --catalog`.
+    #[arg(long = "catalog", value_name = "DIR")]
+    pub catalogs: Vec<PathBuf>,
+}
+
+impl TemplateArgs {
+    /// The template file (the last argument).
+    fn file(&self) -> PathBuf {
+        PathBuf::from(self.args.last().cloned().unwrap_or_default())
+    }
+
+    /// The trees it reads (for `cli::trees_read`).
+    pub fn trees(&self) -> Vec<PathBuf> {
+        std::iter::once(self.file())
+            .chain(self.bundles.iter().cloned())
+            .chain(self.catalogs.iter().cloned())
+            .collect()
+    }
+
+    /// The `render` run it is: `render FILE` with the same flags. A TYPE is kept and checked
+    /// against the file when it runs.
+    pub fn into_render(self) -> Args {
+        let expected_type = match self.args.as_slice() {
+            [t, _] => Some(t.clone()),
+            _ => None,
+        };
+        Args {
+            inputs: vec![self.file()],
+            output: self.output,
+            bundle_object: false,
+            migrate_level: self.migrate_level,
+            image_ref_template: self.image_ref_template,
+            bundles: self.bundles,
+            catalogs: self.catalogs,
+            images: ImageArgs::default(),
+            template_type: expected_type,
+        }
+    }
 }
 
 /// Migrations `--migrate-level` knows (opm's names).
@@ -90,13 +167,96 @@ pub fn render_bundle_dir(
     render_bundle(&b, &image, opts).user_hint(check())
 }
 
+/// Renders one image input, as opm's `imageToDeclcfg` (operator-registry
+/// `alpha/action/render.go`): pulled (from an OCI layout `oci:DIR[:REF]` or a registry) and
+/// unpacked into a temporary directory through `olmkit_image::pull` (bounded, confined), then
+/// a bundle image becomes one `olm.bundle` whose `image` is the reference (as opm writes
+/// `bundle.BundleImage`), a catalog image its FBC.
+pub fn render_image(
+    given: &str,
+    args: &Args,
+    opts: &RenderOptions,
+) -> Result<DeclarativeConfig, CmdError> {
+    use olmkit_image::pull::{ImageKind, ImageSource, PullLimits};
+    let source = ImageSource::parse(given).map_err(|e| {
+        CmdError::msg(format!("{given}: no such file or directory, and {e}")).hint(INPUT_HINT)
+    })?;
+    let tmp = tempfile::Builder::new()
+        .prefix("bundle-tool-render-")
+        .tempdir()
+        .unexpected_err()?;
+    let dest = tmp.path().join("image");
+    std::fs::create_dir(&dest).unexpected_err()?;
+    let limits = PullLimits::default();
+    let pulled = match &source {
+        ImageSource::Layout { dir, name } => {
+            olmkit_image::pull::unpack_from_layout(dir, name.as_deref(), &dest, &limits)
+        }
+        ImageSource::Registry(r) => {
+            let auth = olmkit_image::auth::AuthSources::from_env()
+                .user_hint("set both registry credential variables, or neither")?;
+            let remote = olmkit_image::remote::RemoteOptions {
+                insecure: args.images.use_http,
+                auth,
+                ..Default::default()
+            };
+            tokio::runtime::Handle::current().block_on(olmkit_image::pull::pull_from_registry(
+                r, &remote, &dest, &limits,
+            ))
+        }
+    };
+    let pulled = pulled.map_err(|e| {
+        let mut hints = e.hints();
+        if matches!(&source, ImageSource::Registry(_)) && !args.images.use_http {
+            hints.push("a local registry without TLS needs --use-http".into());
+        }
+        let mut err = if e.is_user_error() {
+            CmdError::user(e)
+        } else {
+            CmdError::unexpected(e)
+        };
+        for h in hints {
+            err = err.hint(h);
+        }
+        err
+    })?;
+    tracing::debug!(image = given, digest = %pulled.digest, files = pulled.files, "image unpacked");
+    let mut cfg = DeclarativeConfig::default();
+    match &pulled.kind {
+        ImageKind::Bundle => {
+            let b = olmkit_catalog::render_opm::load_bundle_dir_opm(&dest)
+                .map_err(|e| CmdError::user(e).hint(format!("the bundle image {given} does not load; `bundle-tool validate` on its manifests says why")))?;
+            let image = source.catalog_image(given);
+            cfg.bundles.push(
+                render_bundle(&b, &image, opts)
+                    .map_err(|e| CmdError::user(e).hint(format!("the bundle image {given}")))?,
+            );
+        }
+        ImageKind::Catalog(rel) => {
+            cfg = declcfg::load_dir(&dest.join(rel), &LoadOptions::default())
+                .map_err(|e| CmdError::user(e).hint(format!("the catalog of image {given}")))?;
+            declcfg::opm::normalize(&mut cfg);
+        }
+    }
+    Ok(cfg)
+}
+
+/// Whether an INPUT that is no file names an image (`oci:...`, `docker://...`, or a reference
+/// with a registry or repository path).
+fn looks_like_image(input: &Path) -> bool {
+    let s = input.to_string_lossy();
+    s.starts_with("oci:")
+        || s.starts_with("docker://")
+        || (s.contains('/') && olmkit_image::pull::ImageSource::parse(&s).is_ok())
+}
+
 /// opm takes a directory as a bundle when it has both manifests/ and metadata/.
 fn is_bundle_dir(dir: &Path) -> bool {
     dir.join("manifests").is_dir() && dir.join("metadata").is_dir()
 }
 
 /// What `render` accepts, for errors about an input.
-const INPUT_HINT: &str = "an INPUT is a bundle directory (manifests/ and metadata/), a catalog directory (YAML/JSON files of olm.package, olm.channel and olm.bundle blobs), an FBC file, or a catalog template (schema olm.template.basic or olm.semver)";
+const INPUT_HINT: &str = "an INPUT is a bundle directory (manifests/ and metadata/), a catalog directory (YAML/JSON files of olm.package, olm.channel and olm.bundle blobs), an FBC file, a catalog template (schema olm.template.basic or olm.semver), or a bundle or catalog image (oci:DIR[:REF] for an OCI layout, or a registry reference such as quay.io/example/op-bundle:v1.0.0)";
 
 /// A directory without manifests/ is read as a catalog, which may not be what was meant.
 fn catalog_dir_hint(dir: &Path) -> String {
@@ -135,6 +295,10 @@ pub fn render_inputs(args: &Args) -> Result<DeclarativeConfig, CmdError> {
     let mut out = DeclarativeConfig::default();
     let mut source: Option<BundlesByImage> = None;
     for input in &args.inputs {
+        if !input.exists() && looks_like_image(input) {
+            out.merge(render_image(&input.to_string_lossy(), args, &opts)?);
+            continue;
+        }
         if !input.exists() {
             return Err(
                 CmdError::msg(format!("{}: no such file or directory", input.display()))
@@ -155,6 +319,26 @@ pub fn render_inputs(args: &Args) -> Result<DeclarativeConfig, CmdError> {
             declcfg::opm::normalize(&mut cfg);
             out.merge(cfg);
         } else if let Some(doc) = is_template_file(input)? {
+            if let Some(t) = &args.template_type {
+                let schema = template::template_schema(&doc).unwrap_or_default();
+                let want = match t.as_str() {
+                    "basic" => template::SCHEMA_BASIC,
+                    "semver" => template::SCHEMA_SEMVER,
+                    other => {
+                        return Err(CmdError::msg(format!("unknown template type {other:?}"))
+                            .hint(
+                                "TYPE is basic or semver, or leave it out: the file's schema says",
+                            ));
+                    }
+                };
+                if schema != want {
+                    return Err(CmdError::msg(format!(
+                        "{}: schema {schema:?} is not a {t} template ({want})",
+                        input.display()
+                    ))
+                    .hint("leave TYPE out: the file's schema says which template it is"));
+                }
+            }
             if source.is_none() {
                 source = Some(bundle_source(args, &opts)?);
             }
@@ -225,7 +409,8 @@ pub async fn run(args: Args, _g: &GlobalArgs) -> Result<(), CmdError> {
     {
         return tokio::task::block_in_place(|| render_catalog_dir(dir, &args));
     }
-    let cfg = render_inputs(&args)?;
+    // Image inputs are pulled on this runtime from inside the blocking section.
+    let cfg = tokio::task::block_in_place(|| render_inputs(&args))?;
     write_streaming(cfg, args.output.into())
 }
 

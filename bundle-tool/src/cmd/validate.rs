@@ -1,4 +1,5 @@
-//! `bundle-tool validate`: `operator-sdk bundle validate` for one or more bundle directories,
+//! `bundle-tool validate` (also spelled `bundle-tool bundle validate`): `operator-sdk bundle
+//! validate` (`internal/cmd/operator-sdk/bundle/validate`) for one or more bundle directories,
 //! plus the install-time checks OLM would fail on and, with `--previous`, CRD upgrade safety.
 //!
 //! The optional `suite=olm-v1` adds what OLM v1 (operator-controller) would reject or need
@@ -134,6 +135,18 @@ fn validate(args: &Args, g: &GlobalArgs) -> Result<(), CmdError> {
     let mut checked = Checked::default();
     for dir in &args.bundle_dirs {
         let shown = dir.display().to_string();
+        if let Some(bundle) = sdk_scorecard_of(dir) {
+            // `validate bundle/*/*/` where `generate bundle` (operator-sdk layout, bundle/) and
+            // `release` (bundle/<package>/<version>/) share bundle/: the glob also names the
+            // operator-sdk bundle's scorecard folder, which is not a bundle.
+            eprintln!(
+                "note: skipped {shown}: the scorecard tests of the operator-sdk layout bundle in {} (written by generate bundle), not a bundle; `bundle-tool validate {}` checks that one",
+                bundle.display(),
+                bundle.display()
+            );
+            bar.inc(1);
+            continue;
+        }
         // Its leniencies (duplicate keys...) become `yaml-syntax` findings of the report.
         match load_bundle_dir_quiet(dir) {
             Ok(bundle) => {
@@ -151,10 +164,17 @@ fn validate(args: &Args, g: &GlobalArgs) -> Result<(), CmdError> {
                 }));
             }
             Err(e) => {
+                let hint = if looks_like_catalog(dir) {
+                    format!(
+                        "{shown} looks like a File-Based Catalog: `opm validate {shown}` is `bundle-tool catalog validate {shown}`"
+                    )
+                } else {
+                    "a bundle directory holds manifests/ and metadata/annotations.yaml; fix the file named above".to_string()
+                };
                 report.push(
                     Finding::error("bundle-load", e.to_string())
                         .file(shown)
-                        .hint("a bundle directory holds manifests/ and metadata/annotations.yaml; fix the file named above"),
+                        .hint(hint),
                 );
             }
         }
@@ -176,6 +196,58 @@ fn validate(args: &Args, g: &GlobalArgs) -> Result<(), CmdError> {
     } else {
         Ok(())
     }
+}
+
+/// The operator-sdk layout bundle whose `tests/scorecard` folder `dir` is (the bundle has
+/// `manifests/` and `metadata/`; the folder holds scorecard configuration, not manifests).
+fn sdk_scorecard_of(dir: &Path) -> Option<PathBuf> {
+    let mut comps: Vec<_> = dir.components().collect();
+    while comps.last() == Some(&std::path::Component::CurDir) {
+        comps.pop();
+    }
+    let n = comps.len();
+    let (tests, scorecard) = (comps.get(n.checked_sub(2)?)?, comps.get(n - 1)?);
+    if tests.as_os_str() != "tests" || scorecard.as_os_str() != "scorecard" {
+        return None;
+    }
+    let bundle: PathBuf = comps.get(..n - 2)?.iter().collect();
+    let bundle = if bundle.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        bundle
+    };
+    (bundle.join("manifests").is_dir()
+        && bundle.join("metadata").is_dir()
+        && !dir.join("manifests").exists())
+    .then_some(bundle)
+}
+
+/// A directory without `manifests/` holding YAML or JSON files that mention an FBC schema.
+fn looks_like_catalog(dir: &Path) -> bool {
+    if !dir.is_dir() || dir.join("manifests").exists() {
+        return false;
+    }
+    walkdir::WalkDir::new(dir)
+        .max_depth(3)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy();
+            n.ends_with(".yaml") || n.ends_with(".yml") || n.ends_with(".json")
+        })
+        .take(20)
+        .any(|e| {
+            let mut head = [0u8; 4096];
+            std::fs::File::open(e.path())
+                .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+                .is_ok_and(|n| {
+                    let t = String::from_utf8_lossy(head.get(..n).unwrap_or_default());
+                    t.contains("olm.package")
+                        || t.contains("olm.bundle")
+                        || t.contains("olm.channel")
+                })
+        })
 }
 
 /// What one `validate` run looked at, for the one-line summary on stderr (the report itself is

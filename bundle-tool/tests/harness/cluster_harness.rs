@@ -228,6 +228,8 @@ pub struct FixtureCatalog {
     pub channels: BTreeMap<(String, String), Vec<(String, String)>>,
     /// bundle -> (package, version, display name).
     pub bundles: BTreeMap<String, (String, String, String)>,
+    /// bundle -> (CSV, manifests), for catalogs read over gRPC (empty for the fixture).
+    pub content: BTreeMap<String, (Value, Vec<Value>)>,
 }
 
 impl FixtureCatalog {
@@ -355,15 +357,30 @@ fn pp() -> PatchParams {
 
 impl FakeOlm {
     pub async fn start(env: &Env, scenario: Scenario) -> FakeOlm {
+        Self::start_with(env, scenario, false).await
+    }
+
+    /// Like [`FakeOlm::start`], but a CatalogSource with `spec.address` is dialled as OLM
+    /// dials it: its catalog is read over operator-registry's gRPC API (ListBundles,
+    /// GetPackage), it is READY while that works and TRANSIENT_FAILURE while it does not, and
+    /// its Subscriptions resolve against what it serves. A CSV is created from the bundle's CSV
+    /// (and its CRDs from the bundle's manifests), as OLM's InstallPlan steps do.
+    pub async fn start_serving_catalogs(env: &Env, scenario: Scenario) -> FakeOlm {
+        Self::start_with(env, scenario, true).await
+    }
+
+    async fn start_with(env: &Env, scenario: Scenario, grpc: bool) -> FakeOlm {
         let client = client_for(&env.standin, Some("fake-olm")).await;
         let scenario = Arc::new(Mutex::new(scenario));
         let s2 = scenario.clone();
         let catalog = FixtureCatalog::load();
         let handle = tokio::spawn(async move {
             let mut counter = 0u32;
+            let mut served = Served::default();
             loop {
                 let sc = s2.lock().unwrap().clone();
-                if let Err(e) = tick(&client, &catalog, &sc, &mut counter).await {
+                let dial = grpc.then_some(&mut served);
+                if let Err(e) = tick(&client, &catalog, &sc, &mut counter, dial).await {
                     eprintln!("fake OLM: {e}");
                 }
                 tokio::time::sleep(Duration::from_millis(40)).await;
@@ -371,6 +388,80 @@ impl FakeOlm {
         });
         FakeOlm { scenario, handle }
     }
+}
+
+/// Catalogs read over gRPC, by address, with when they were read (re-read every 200 ms).
+#[derive(Default)]
+struct Served {
+    by_address: BTreeMap<String, (tokio::time::Instant, Option<FixtureCatalog>)>,
+}
+
+impl Served {
+    async fn get(&mut self, address: &str) -> Option<FixtureCatalog> {
+        if let Some((at, c)) = self.by_address.get(address)
+            && at.elapsed() < Duration::from_millis(200)
+        {
+            return c.clone();
+        }
+        let c = served_catalog(address).await;
+        self.by_address.insert(
+            address.to_string(),
+            (tokio::time::Instant::now(), c.clone()),
+        );
+        c
+    }
+}
+
+/// The catalog served at `address`, read the way OLM's catalog operator reads it.
+async fn served_catalog(address: &str) -> Option<FixtureCatalog> {
+    use olmkit_catalog_server::pb::{self, registry_client::RegistryClient};
+    use olmkit_catalog_server::tonic::transport::Endpoint;
+    let channel = Endpoint::from_shared(format!("http://{address}"))
+        .ok()?
+        .connect_timeout(Duration::from_millis(500))
+        .timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .ok()?;
+    let mut client = RegistryClient::new(channel).max_decoding_message_size(64 << 20);
+    let mut stream = client
+        .list_bundles(pb::ListBundlesRequest {})
+        .await
+        .ok()?
+        .into_inner();
+    let mut c = FixtureCatalog::default();
+    while let Some(b) = stream.message().await.ok()? {
+        let csv: Value = serde_json::from_str(&b.csv_json).unwrap_or(Value::Null);
+        let objects: Vec<Value> = b
+            .object
+            .iter()
+            .filter_map(|o| serde_json::from_str(o).ok())
+            .collect();
+        c.channels
+            .entry((b.package_name.clone(), b.channel_name.clone()))
+            .or_default()
+            .push((b.csv_name.clone(), b.replaces.clone()));
+        let display = csv["spec"]["displayName"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        c.bundles.insert(
+            b.csv_name.clone(),
+            (b.package_name.clone(), b.version.clone(), display),
+        );
+        c.content.insert(b.csv_name.clone(), (csv, objects));
+    }
+    let packages: std::collections::BTreeSet<String> =
+        c.channels.keys().map(|(p, _)| p.clone()).collect();
+    for p in packages {
+        let pkg = client
+            .get_package(pb::GetPackageRequest { name: p.clone() })
+            .await
+            .ok()?
+            .into_inner();
+        c.default_channel.insert(p, pkg.default_channel_name);
+    }
+    Some(c)
 }
 
 fn api(client: &kube::Client, ar: &ApiResource, ns: &str) -> Api<DynamicObject> {
@@ -396,14 +487,16 @@ fn cond(t: &str, reason: &str, message: &str) -> Value {
 
 async fn tick(
     client: &kube::Client,
-    catalog: &FixtureCatalog,
+    fixture: &FixtureCatalog,
     sc: &Scenario,
     counter: &mut u32,
+    mut served: Option<&mut Served>,
 ) -> Result<(), kube::Error> {
-    // CatalogSources: CONNECTING, then READY.
+    // CatalogSources: CONNECTING, then READY; dialled ones READY while they answer.
     let sources = Api::<DynamicObject>::all_with(client.clone(), &catalog_source_resource())
         .list(&Default::default())
         .await?;
+    let mut by_source: BTreeMap<(String, String), FixtureCatalog> = BTreeMap::new();
     for cs in sources.items {
         let v = serde_json::to_value(&cs).unwrap();
         let ns = v["metadata"]["namespace"]
@@ -414,6 +507,34 @@ async fn tick(
         let state = v["status"]["connectionState"]["lastObservedState"]
             .as_str()
             .unwrap_or("");
+        let address = v["spec"]["address"].as_str().unwrap_or("").to_string();
+        if let Some(served) = served.as_deref_mut()
+            && !address.is_empty()
+        {
+            let catalog = served.get(&address).await;
+            let next = if catalog.is_some() {
+                "READY"
+            } else {
+                "TRANSIENT_FAILURE"
+            };
+            if let Some(c) = catalog {
+                by_source.insert((ns.clone(), name.clone()), c);
+            }
+            let known = v["status"]["connectionState"]["address"]
+                .as_str()
+                .unwrap_or("");
+            if state != next || known != address {
+                patch_status(
+                    client,
+                    &catalog_source_resource(),
+                    &ns,
+                    &name,
+                    json!({"connectionState": {"lastObservedState": next, "address": address, "lastConnect": now()}}),
+                )
+                .await?;
+            }
+            continue;
+        }
         let next = match state {
             "" => "CONNECTING",
             "CONNECTING" => "READY",
@@ -437,6 +558,14 @@ async fn tick(
         let ns = s["metadata"]["namespace"].as_str().unwrap().to_string();
         let name = s["metadata"]["name"].as_str().unwrap().to_string();
         let package = s["spec"]["name"].as_str().unwrap_or("").to_string();
+        let source_key = (
+            s["spec"]["sourceNamespace"]
+                .as_str()
+                .unwrap_or(&ns)
+                .to_string(),
+            s["spec"]["source"].as_str().unwrap_or("").to_string(),
+        );
+        let catalog = by_source.get(&source_key).unwrap_or(fixture);
         let channel = match s["spec"]["channel"].as_str().unwrap_or("") {
             "" => catalog
                 .default_channel
@@ -640,6 +769,33 @@ async fn drive_csv(
             "install": {"strategy": "deployment", "spec": {"deployments": []}},
             "installModes": [{"type": "AllNamespaces", "supported": true}],
         });
+        // A served bundle: its own CSV, and its CRDs created first (OLM's InstallPlan steps).
+        if let Some((served_csv, objects)) = catalog.content.get(current) {
+            if served_csv["spec"].is_object() {
+                spec = served_csv["spec"].clone();
+            }
+            let crds = Api::<DynamicObject>::all_with(
+                client.clone(),
+                &ApiResource {
+                    group: "apiextensions.k8s.io".into(),
+                    version: "v1".into(),
+                    api_version: "apiextensions.k8s.io/v1".into(),
+                    kind: "CustomResourceDefinition".into(),
+                    plural: "customresourcedefinitions".into(),
+                },
+            );
+            for o in objects
+                .iter()
+                .filter(|o| o["kind"] == "CustomResourceDefinition")
+            {
+                let obj: DynamicObject = serde_json::from_value(o.clone()).unwrap();
+                match crds.create(&PostParams::default(), &obj).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 409 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
         // As real OLM (tests/fixtures/olm-traces): an upgrade's CSV replaces the installed
         // one; a fresh install keeps the bundle's own `replaces` (0.3.0 shows 0.2.0).
         if !installed.is_empty() {

@@ -144,6 +144,8 @@ pub struct Progress {
 pub struct Replay {
     pub progress: Arc<Mutex<Progress>>,
     pub events: usize,
+    /// Set by [`Replay::release`] to let a replay started with [`Replay::start_held`] go on.
+    released: Arc<std::sync::atomic::AtomicBool>,
     handle: JoinHandle<()>,
 }
 
@@ -175,14 +177,48 @@ impl Replay {
         renames: &[(&str, &str, &str)],
         speed: f64,
     ) -> Replay {
+        Self::start_inner(env, scenario, namespace, renames, speed, None).await
+    }
+
+    /// Like [`Replay::start`], but the replay stops before the first event at or after trace
+    /// time `hold_before` until [`Replay::release`] is called: the test stands in for a change
+    /// OLM reacted to there that the trace does not show as a write (a catalog that gained a
+    /// bundle).
+    pub async fn start_held(
+        env: &Env,
+        scenario: &str,
+        namespace: &str,
+        renames: &[(&str, &str, &str)],
+        speed: f64,
+        hold_before: f64,
+    ) -> Replay {
+        Self::start_inner(env, scenario, namespace, renames, speed, Some(hold_before)).await
+    }
+
+    /// Lets a held replay go on.
+    pub fn release(&self) {
+        self.released
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    async fn start_inner(
+        env: &Env,
+        scenario: &str,
+        namespace: &str,
+        renames: &[(&str, &str, &str)],
+        speed: f64,
+        hold_before: Option<f64>,
+    ) -> Replay {
         let events = load_trace(scenario, namespace, renames);
         let n = events.len();
         let client = olm_client(env).await;
         let progress = Arc::new(Mutex::new(Progress::default()));
+        let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let p2 = progress.clone();
+        let hold = hold_before.map(|t| (t, released.clone()));
         let ns = namespace.to_string();
         let handle = tokio::spawn(async move {
-            let r = run(&client, &ns, events, speed, &p2).await;
+            let r = run(&client, &ns, events, speed, &p2, hold).await;
             let mut p = p2.lock().unwrap();
             match r {
                 Ok(()) => p.finished = true,
@@ -192,6 +228,7 @@ impl Replay {
         Replay {
             progress,
             events: n,
+            released,
             handle,
         }
     }
@@ -260,11 +297,24 @@ async fn run(
     events: Vec<TraceEvent>,
     speed: f64,
     progress: &Mutex<Progress>,
+    hold: Option<(f64, Arc<std::sync::atomic::AtomicBool>)>,
 ) -> Result<(), String> {
     // The last version of each object in the trace, to see what an event changed.
     let mut last: BTreeMap<(String, String), Value> = BTreeMap::new();
     let mut clock = 0.0f64;
     for (i, e) in events.into_iter().enumerate() {
+        if let Some((t, released)) = &hold
+            && e.t >= *t
+            && !released.load(std::sync::atomic::Ordering::SeqCst)
+        {
+            progress.lock().unwrap().waiting_for = Some(format!("held before t={t}"));
+            while !released.load(std::sync::atomic::Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            progress.lock().unwrap().waiting_for = None;
+            // Trace time restarts from the hold: what follows keeps its spacing.
+            clock = clock.max(e.t);
+        }
         let name = e.object["metadata"]["name"].as_str().unwrap().to_string();
         let key = (e.kind.clone(), name.clone());
         let previous = last.get(&key).cloned();

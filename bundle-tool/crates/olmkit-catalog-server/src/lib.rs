@@ -19,6 +19,7 @@
 
 pub mod build;
 pub mod catalog;
+pub mod client;
 pub mod gojson;
 pub mod index;
 pub mod limits;

@@ -24,6 +24,7 @@ pub mod explain;
 pub mod gosort;
 pub mod graph;
 pub mod graph_draw;
+pub mod init;
 pub mod model;
 pub mod olmv1;
 pub mod property;

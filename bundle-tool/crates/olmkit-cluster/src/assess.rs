@@ -574,6 +574,9 @@ pub fn describe(s: &Snapshot) -> Vec<(String, String)> {
             cs.metadata.namespace, cs.metadata.name
         );
         let state = match cs.connection() {
+            "" if !cs.spec.address.is_empty() => {
+                format!("waiting for OLM to connect to {}", cs.spec.address)
+            }
             "" => "waiting for OLM to start the catalog pod".to_string(),
             st => st.to_string(),
         };
@@ -663,6 +666,8 @@ pub fn describe(s: &Snapshot) -> Vec<(String, String)> {
         );
         if ip.awaits_approval() {
             line.push_str(", waiting for approval");
+        } else if ip.status.phase == "RequiresApproval" && ip.spec.approved {
+            line.push_str(", approved");
         }
         out.push((key, line));
     }
@@ -1070,6 +1075,41 @@ mod tests {
                 "InstallPlan operators/install-1: Installing (m.v2)",
                 "ClusterServiceVersion operators/m.v1: Installing (InstallWaiting): msg",
             ]
+        );
+    }
+
+    #[test]
+    fn describe_says_approved_and_where_olm_connects() {
+        let mut s = snap(
+            sub("", "m.v2", "UpgradePending", vec![]),
+            Some(ip("install-1", "RequiresApproval", true)),
+            None,
+        );
+        s.catalog_source = Some(CatalogSource {
+            metadata: crate::olm::Meta {
+                name: "cat".into(),
+                namespace: "operators".into(),
+                ..Default::default()
+            },
+            spec: crate::olm::CatalogSourceSpec {
+                source_type: "grpc".into(),
+                address: "10.0.0.7:50051".into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let lines: Vec<String> = describe(&s).into_iter().map(|(_, l)| l).collect();
+        assert!(
+            lines.contains(
+                &"CatalogSource operators/cat: waiting for OLM to connect to 10.0.0.7:50051".into()
+            ),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(
+                &"InstallPlan operators/install-1: RequiresApproval (m.v2), approved".into()
+            ),
+            "{lines:?}"
         );
     }
 

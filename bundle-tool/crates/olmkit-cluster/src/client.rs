@@ -178,7 +178,7 @@ fn known_resource(api_version: &str, kind: &str) -> Option<(ApiResource, bool)> 
     };
     let namespaced = match (group, kind) {
         ("", "Namespace") => false,
-        ("", "ServiceAccount") => true,
+        ("", "ServiceAccount" | "ConfigMap" | "Pod") => true,
         ("rbac.authorization.k8s.io", "ClusterRole" | "ClusterRoleBinding") => false,
         ("rbac.authorization.k8s.io", "Role" | "RoleBinding") => true,
         (olm::OLM_V0_GROUP, "CatalogSource" | "Subscription" | "OperatorGroup") => true,
@@ -188,6 +188,8 @@ fn known_resource(api_version: &str, kind: &str) -> Option<(ApiResource, bool)> 
     let plural = match kind {
         "Namespace" => "namespaces",
         "ServiceAccount" => "serviceaccounts",
+        "ConfigMap" => "configmaps",
+        "Pod" => "pods",
         "ClusterRole" => "clusterroles",
         "ClusterRoleBinding" => "clusterrolebindings",
         "Role" => "roles",
@@ -381,6 +383,11 @@ impl Cluster {
     /// Server-side applies one manifest with the tool's field manager. `force` takes ownership
     /// of fields another manager set (used when the user asked for exactly that change).
     pub async fn apply(&self, manifest: &Value, force: bool) -> Result<(), ClusterError> {
+        self.apply_object(manifest, force).await.map(|_| ())
+    }
+
+    /// [`Cluster::apply`], returning the object as the API server stored it (with its uid).
+    pub async fn apply_object(&self, manifest: &Value, force: bool) -> Result<Value, ClusterError> {
         let what = crate::manifests::describe(manifest);
         let api_version = manifest.get("apiVersion").and_then(Value::as_str);
         let kind = manifest.get("kind").and_then(Value::as_str);
@@ -410,11 +417,69 @@ impl Cluster {
         };
         let mut params = PatchParams::apply(FIELD_MANAGER);
         params.force = force;
-        self.api(&ar, namespace)
+        let stored = self
+            .api(&ar, namespace)
             .patch(name, &params, &Patch::Apply(manifest))
             .await
-            .map(|_| ())
-            .map_err(|e| ClusterError::from_kube(format!("apply {what}"), e))
+            .map_err(|e| ClusterError::from_kube(format!("apply {what}"), e))?;
+        serde_json::to_value(stored).map_err(|source| ClusterError::Decode {
+            action: format!("apply {what}"),
+            source,
+        })
+    }
+
+    /// Lists objects of a kind that match a label selector (`key=value`, `key`), in a
+    /// namespace or, with `None`, in all namespaces.
+    pub async fn list_selected<T: DeserializeOwned>(
+        &self,
+        ar: &ApiResource,
+        namespace: Option<&str>,
+        label_selector: &str,
+    ) -> Result<Vec<T>, ClusterError> {
+        let action = match namespace {
+            Some(ns) => format!("list {} ({label_selector}) in namespace {ns}", ar.plural),
+            None => format!("list {} ({label_selector}) in all namespaces", ar.plural),
+        };
+        let list = self
+            .api(ar, namespace)
+            .list(&kube::api::ListParams::default().labels(label_selector))
+            .await
+            .map_err(|e| ClusterError::from_kube(action.clone(), e))?;
+        list.items
+            .iter()
+            .map(|o| {
+                from_dynamic(o).map_err(|source| ClusterError::Decode {
+                    action: action.clone(),
+                    source,
+                })
+            })
+            .collect()
+    }
+
+    /// Deletes one object (background propagation: the garbage collector removes what it
+    /// owns). Returns false when it did not exist.
+    pub async fn delete(
+        &self,
+        ar: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<bool, ClusterError> {
+        match self
+            .api(ar, namespace)
+            .delete(name, &kube::api::DeleteParams::background())
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+            Err(e) => Err(ClusterError::from_kube(
+                format!(
+                    "delete {} {}{name}",
+                    ar.kind,
+                    namespace.map(|n| format!("{n}/")).unwrap_or_default()
+                ),
+                e,
+            )),
+        }
     }
 
     /// Applies a JSON merge patch (`kubectl patch --type merge`) with the tool's field manager.

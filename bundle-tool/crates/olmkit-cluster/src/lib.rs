@@ -4,12 +4,15 @@
 //! [`manifests`] and [`olmv1::manifests`] render what gets applied (pure), [`install_mode`]
 //! decides the OperatorGroup, [`assess`] judges OLM's progress (pure), [`client`] and [`wait`]
 //! do the I/O, [`catalog_view`] reads the local catalog, [`olmv1::support`] checks a bundle
-//! against OLM v1's limits, and [`table`] lays out `kubectl get`-style output.
+//! against OLM v1's limits, and [`table`] lays out `kubectl get`-style output. [`run_bundle`]
+//! and [`cleanup`] try a bundle on a cluster before publishing it (operator-sdk's `run bundle`,
+//! `run bundle-upgrade` and `cleanup`).
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod assess;
 pub mod catalog_view;
+pub mod cleanup;
 pub mod client;
 pub mod install;
 pub mod install_mode;
@@ -17,6 +20,7 @@ pub mod manifests;
 pub mod names;
 pub mod olm;
 pub mod olmv1;
+pub mod run_bundle;
 pub mod status;
 pub mod table;
 pub mod upgrade;

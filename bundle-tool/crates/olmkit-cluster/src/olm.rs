@@ -86,6 +86,30 @@ pub struct Meta {
     pub resource_version: String,
     /// Creation time (RFC 3339).
     pub creation_timestamp: Option<String>,
+    /// UID (to point owner references at the object).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// Annotations.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// Owner references (an InstallPlan's point at its Subscriptions).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub owner_references: Vec<OwnerReference>,
+    /// Set once deletion started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<String>,
+}
+
+/// An entry of `metadata.ownerReferences`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct OwnerReference {
+    /// Kind of the owner.
+    pub kind: String,
+    /// Name of the owner.
+    pub name: String,
+    /// UID of the owner.
+    pub uid: String,
 }
 
 /// A status condition as OLM writes them (Subscription, InstallPlan, CatalogSource, v1 kinds).
@@ -314,6 +338,31 @@ pub struct CsvSpec {
     pub install_modes: Vec<InstallMode>,
     /// Provider.
     pub provider: Provider,
+    /// The CRDs the CSV owns and requires.
+    #[serde(rename = "customresourcedefinitions")]
+    pub custom_resource_definitions: CrdDescriptions,
+}
+
+/// `spec.customresourcedefinitions` of a CSV.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CrdDescriptions {
+    /// CRDs the operator owns (OLM installs them from its bundle).
+    pub owned: Vec<CrdDescription>,
+    /// CRDs another operator must provide.
+    pub required: Vec<CrdDescription>,
+}
+
+/// One CRD of a CSV's `spec.customresourcedefinitions`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CrdDescription {
+    /// `<plural>.<group>`, the CRD's name.
+    pub name: String,
+    /// A served version.
+    pub version: String,
+    /// Kind.
+    pub kind: String,
 }
 
 /// One entry of `status.requirementStatus` of a CSV.

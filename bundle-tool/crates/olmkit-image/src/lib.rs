@@ -19,6 +19,7 @@ pub mod layer;
 pub mod layout;
 pub mod paths;
 pub mod pin;
+pub mod pull;
 pub mod push;
 pub mod remote;
 pub mod tree;

@@ -23,9 +23,11 @@
 
 pub mod collect;
 pub mod csv;
+pub mod kustomize;
 pub mod metadata;
 pub mod project;
 pub mod rbac;
+pub mod set_image;
 pub mod supported;
 pub mod upstream;
 pub mod webhooks;

@@ -1,0 +1,16 @@
+//! API types of the {{project_title}}: one module per kind (`bundle-tool create api`), with a
+//! module per version inside it.
+//!
+//! `crds()` is what `manager crd` prints and `make manifests` writes into `config/crd/bases`.
+//! `bundle-tool create api` adds kinds at the `+olmkit:scaffold` markers: keep them.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+// +olmkit:scaffold:kinds
+
+/// The CustomResourceDefinition of every kind, each with all its versions.
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    vec![
+        // +olmkit:scaffold:crds
+    ]
+}

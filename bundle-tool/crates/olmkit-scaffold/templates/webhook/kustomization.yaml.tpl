@@ -1,0 +1,2 @@
+resources:
+- service.yaml
