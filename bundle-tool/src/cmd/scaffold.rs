@@ -33,8 +33,9 @@ pub struct InitArgs {
     #[arg(long, default_value = ".", value_name = "DIR")]
     pub project_dir: PathBuf,
     /// Depend on the toolkit checkout in DIR (path dependencies on
-    /// DIR/bundle-tool/crates/olmkit-runtime and DIR/tests/kube-standin) [default: the source
-    /// tree this bundle-tool was built from].
+    /// DIR/bundle-tool/crates/olmkit-runtime and DIR/tests/kube-standin). A relative DIR stays
+    /// relative and, as Cargo reads path dependencies, is relative to the project directory
+    /// [default: the source tree this bundle-tool was built from, absolute].
     #[arg(long, value_name = "DIR", conflicts_with = "toolkit_git")]
     pub toolkit_path: Option<PathBuf>,
     /// Depend on the toolkit in this git repository (git dependencies).
@@ -124,6 +125,38 @@ fn is_toolkit(dir: &Path) -> bool {
     .all(|d| dir.join(d).join("Cargo.toml").is_file())
 }
 
+/// `path` with `.` and `..` resolved lexically, as Cargo resolves a path dependency against the
+/// directory of the manifest naming it (no symbolic links followed; the project directory may
+/// not exist yet).
+fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Where `--toolkit-path DIR` is, seen from the current directory: an absolute DIR as it is, a
+/// relative one from the project directory (the project's `Cargo.toml` keeps it relative, and
+/// Cargo reads a relative path dependency from the manifest's directory).
+fn toolkit_seen_from_here(project_dir: &Path, dir: &Path) -> PathBuf {
+    if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        let project = std::path::absolute(project_dir).unwrap_or_else(|_| project_dir.into());
+        normalize(&project.join(dir))
+    }
+}
+
 fn toolkit(args: &InitArgs) -> Result<Toolkit, CmdError> {
     if let Some(url) = &args.toolkit_git {
         return Ok(Toolkit::Git {
@@ -132,14 +165,23 @@ fn toolkit(args: &InitArgs) -> Result<Toolkit, CmdError> {
         });
     }
     let (dir, flag) = match &args.toolkit_path {
-        Some(d) => (d.clone(), true),
+        Some(d) => (toolkit_seen_from_here(&args.project_dir, d), true),
         None => (built_from(), false),
     };
     if !is_toolkit(&dir) {
         let err = if flag {
+            let given = args.toolkit_path.as_deref().unwrap_or(&dir);
+            let seen = if given.is_absolute() {
+                String::new()
+            } else {
+                format!(
+                    " (relative to the project directory: {})",
+                    dir.display()
+                )
+            };
             CmdError::msg(format!(
-                "--toolkit-path {}: not a checkout of the olmkit toolkit (no {} and {})",
-                dir.display(),
+                "--toolkit-path {}{seen}: not a checkout of the olmkit toolkit (no {} and {})",
+                given.display(),
                 olmkit_scaffold::toolkit::RUNTIME_DIR,
                 olmkit_scaffold::toolkit::STANDIN_DIR
             ))
@@ -150,8 +192,20 @@ fn toolkit(args: &InitArgs) -> Result<Toolkit, CmdError> {
             ))
         };
         return Err(err
-            .hint("pass --toolkit-path DIR (a checkout of the toolkit) for path dependencies")
+            .hint("pass --toolkit-path DIR (a checkout of the toolkit; a relative DIR is read from the project directory, as Cargo reads path dependencies) for path dependencies")
             .hint("or --toolkit-git URL [--toolkit-rev REV] for git dependencies"));
+    }
+    // A relative path stays relative: the project can move with the toolkit (an example inside
+    // the toolkit's own tree, a checkout with both side by side).
+    if let Some(given) = args.toolkit_path.as_deref().filter(|d| d.is_relative()) {
+        let text = given.to_str().ok_or_else(|| {
+            CmdError::msg(format!(
+                "--toolkit-path {}: not valid UTF-8",
+                given.display()
+            ))
+        })?;
+        let text = text.trim_end_matches('/');
+        return Ok(Toolkit::Path(if text.is_empty() { "." } else { text }.to_string()));
     }
     let dir =
         std::fs::canonicalize(&dir).user_hint("pass --toolkit-path with a readable directory")?;
@@ -359,4 +413,62 @@ pub async fn create(command: CreateCommand, _g: &GlobalArgs) -> Result<(), CmdEr
         &notes,
         &["make manifests".into(), "make test".into()],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn init_args(project_dir: &Path, toolkit_path: Option<&str>) -> InitArgs {
+        InitArgs {
+            domain: "example.com".into(),
+            repo: None,
+            project_name: None,
+            project_dir: project_dir.to_path_buf(),
+            toolkit_path: toolkit_path.map(PathBuf::from),
+            toolkit_git: None,
+            toolkit_rev: None,
+            output: OutputFormat::Text,
+        }
+    }
+
+    #[test]
+    fn paths_normalize_lexically() {
+        assert_eq!(normalize(Path::new("/a/b/c/../../d")), Path::new("/a/d"));
+        assert_eq!(normalize(Path::new("/a/./b/")), Path::new("/a/b"));
+        assert_eq!(normalize(Path::new("a/../../b")), Path::new("../b"));
+    }
+
+    /// A fake toolkit checkout: the two crate directories with a manifest each.
+    fn fake_toolkit(root: &Path) {
+        for d in [
+            olmkit_scaffold::toolkit::RUNTIME_DIR,
+            olmkit_scaffold::toolkit::STANDIN_DIR,
+        ] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+            std::fs::write(root.join(d).join("Cargo.toml"), "").unwrap();
+        }
+    }
+
+    #[test]
+    fn a_relative_toolkit_path_stays_relative_to_the_project_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        fake_toolkit(tmp.path());
+        // The project directory does not exist yet (init creates it): still resolved, lexically.
+        let project = tmp.path().join("examples/new-operator");
+        let t = toolkit(&init_args(&project, Some("../.."))).unwrap();
+        assert_eq!(t, Toolkit::Path("../..".into()));
+        let t = toolkit(&init_args(&project, Some("../../"))).unwrap();
+        assert_eq!(t, Toolkit::Path("../..".into()));
+        // Relative to the project directory, not to the current one.
+        let err = toolkit(&init_args(&project, Some("."))).unwrap_err();
+        let text = format!("{err:?}");
+        assert!(text.contains("relative to the project directory"), "{text}");
+        // Absolute stays absolute (canonical).
+        let abs = tmp.path().to_str().unwrap().to_string();
+        let t = toolkit(&init_args(&project, Some(&abs))).unwrap();
+        let canonical = std::fs::canonicalize(tmp.path()).unwrap();
+        assert_eq!(t, Toolkit::Path(canonical.to_string_lossy().into_owned()));
+    }
 }

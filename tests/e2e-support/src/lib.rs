@@ -6,5 +6,6 @@
 //! `bundle-tool/crates/olmkit-catalog-server/tests/`. This crate holds what they share: paths to fixtures
 //! and tools, and starters for the real components the tests talk to.
 
+pub mod olm;
 pub mod paths;
 pub mod registry;

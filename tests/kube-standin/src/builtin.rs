@@ -1,5 +1,5 @@
 //! What the API server and its built-in admission do to built-in kinds on write: the defaults
-//! of Deployments, Pod specs and Services (so an operator that compares desired with live state
+//! of Deployments, StatefulSets, Pod specs and Services (so an operator that compares desired with live state
 //! sees what it would see on a real cluster), namespace finalizers and phase, ClusterIP
 //! allocation, and the status the apiextensions controller gives a CRD.
 
@@ -130,6 +130,31 @@ pub fn apply_defaults(key: &GroupResource, obj: &mut Value, _old: Option<&Value>
                 {
                     pod_spec_defaults(ps);
                 }
+            }
+        }
+        ("apps", "statefulsets") => {
+            let Some(spec) = obj_mut(obj, "spec") else {
+                return;
+            };
+            default(spec, "replicas", json!(1));
+            default(spec, "podManagementPolicy", json!("OrderedReady"));
+            default(spec, "revisionHistoryLimit", json!(10));
+            default(
+                spec,
+                "updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+            );
+            default(
+                spec,
+                "persistentVolumeClaimRetentionPolicy",
+                json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+            );
+            if let Some(ps) = spec
+                .get_mut("template")
+                .and_then(|t| t.get_mut("spec"))
+                .and_then(Value::as_object_mut)
+            {
+                pod_spec_defaults(ps);
             }
         }
         ("", "pods") => {

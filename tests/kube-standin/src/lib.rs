@@ -3,7 +3,7 @@
 //! Controller, finalizer helper, events), kube-lease-manager and kubectl work against it.
 //!
 //! What it does: built-in kinds (namespaces, pods, services, configmaps, secrets, service
-//! accounts, events, endpoints, deployments, replicasets, leases, RBAC, CRDs, webhook
+//! accounts, events, endpoints, deployments, replicasets, statefulsets, leases, RBAC, CRDs, webhook
 //! configurations) and any CRD's kinds; discovery; get/list/watch/create/update/patch (merge,
 //! JSON, strategic, server-side apply)/delete/deletecollection with resourceVersion, generation,
 //! managedFields, finalizers, owner-reference garbage collection and namespace deletion; status

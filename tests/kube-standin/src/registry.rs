@@ -345,6 +345,19 @@ const BUILTINS: &[Builtin] = &[
         )
     },
     Builtin {
+        group: "apps",
+        ..b(
+            "",
+            "StatefulSet",
+            "statefulsets",
+            true,
+            &["sts"],
+            &["all"],
+            true,
+            true,
+        )
+    },
+    Builtin {
         group: "coordination.k8s.io",
         ..b("", "Lease", "leases", true, &[], &[], false, false)
     },

@@ -6,6 +6,13 @@
 //! `fail`, or that carries the annotation `standin.test/fail-pods: "true"` (on itself or its pod
 //! template), gets pods stuck in CrashLoopBackOff and `Available=False`,
 //! `Progressing=False/ProgressDeadlineExceeded` (the deadline is considered passed at once).
+//!
+//! StatefulSets likewise (the StatefulSet controller): `spec.replicas` Pods named
+//! `<statefulset>-<ordinal>` with the labels `statefulset.kubernetes.io/pod-name`,
+//! `apps.kubernetes.io/pod-index` and `controller-revision-hash`, owned by the StatefulSet; a
+//! template change replaces them under the same names; the status (observedGeneration,
+//! replicas, ready/current/updated/available counts, current and update revisions) follows.
+//! Failing pods (same rule) are not ready.
 
 use std::sync::Arc;
 
@@ -27,14 +34,22 @@ fn pods() -> GroupResource {
     GroupResource::new("", "pods")
 }
 
+fn statefulsets() -> GroupResource {
+    GroupResource::new("apps", "statefulsets")
+}
+
 /// Starts the simulation loop.
 pub fn spawn(store: Arc<Store>) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let (deps, pods_rx) = {
+        let (deps, sets, pods_rx) = {
             let st = store.read();
-            (st.subscribe(&deployments()), st.subscribe(&pods()))
+            (
+                st.subscribe(&deployments()),
+                st.subscribe(&statefulsets()),
+                st.subscribe(&pods()),
+            )
         };
-        let (Some(mut deps), Some(mut pods_rx)) = (deps, pods_rx) else {
+        let (Some(mut deps), Some(mut sets), Some(mut pods_rx)) = (deps, sets, pods_rx) else {
             return;
         };
         reconcile_all(&store);
@@ -45,10 +60,18 @@ pub fn spawn(store: Arc<Store>) -> JoinHandle<()> {
                     Err(RecvError::Lagged(_)) => reconcile_all(&store),
                     Err(RecvError::Closed) => return,
                 },
+                ev = sets.recv() => match ev {
+                    Ok(ev) => reconcile_statefulset(&mut store.write(), meta::namespace(&ev.object), meta::name(&ev.object)),
+                    Err(RecvError::Lagged(_)) => reconcile_all(&store),
+                    Err(RecvError::Closed) => return,
+                },
                 ev = pods_rx.recv() => match ev {
                     Ok(ev) => {
-                        if let Some(owner) = deployment_owner(&ev.object) {
-                            reconcile(&mut store.write(), meta::namespace(&ev.object), &owner);
+                        let ns = meta::namespace(&ev.object);
+                        if let Some(owner) = controller_owner(&ev.object, "Deployment") {
+                            reconcile(&mut store.write(), ns, &owner);
+                        } else if let Some(owner) = controller_owner(&ev.object, "StatefulSet") {
+                            reconcile_statefulset(&mut store.write(), ns, &owner);
                         }
                     }
                     Err(RecvError::Lagged(_)) => reconcile_all(&store),
@@ -59,12 +82,13 @@ pub fn spawn(store: Arc<Store>) -> JoinHandle<()> {
     })
 }
 
-fn deployment_owner(pod: &Value) -> Option<String> {
+/// The name of the `kind` that controls `pod`, if one does.
+fn controller_owner(pod: &Value, kind: &str) -> Option<String> {
     pod.pointer("/metadata/ownerReferences")?
         .as_array()?
         .iter()
         .find(|o| {
-            o.get("kind").and_then(Value::as_str) == Some("Deployment")
+            o.get("kind").and_then(Value::as_str) == Some(kind)
                 && o.get("controller").and_then(Value::as_bool) == Some(true)
         })
         .and_then(|o| o.get("name"))
@@ -74,9 +98,9 @@ fn deployment_owner(pod: &Value) -> Option<String> {
 
 fn reconcile_all(store: &Store) {
     let mut st = store.write();
-    let all = st
-        .list(
-            &deployments(),
+    let list = |st: &State, key: &GroupResource| {
+        st.list(
+            key,
             None,
             &Default::default(),
             &Default::default(),
@@ -84,9 +108,13 @@ fn reconcile_all(store: &Store) {
             None,
         )
         .map(|p| p.items)
-        .unwrap_or_default();
-    for d in all {
+        .unwrap_or_default()
+    };
+    for d in list(&st, &deployments()) {
         reconcile(&mut st, meta::namespace(&d), meta::name(&d));
+    }
+    for s in list(&st, &statefulsets()) {
+        reconcile_statefulset(&mut st, meta::namespace(&s), meta::name(&s));
     }
 }
 
@@ -146,58 +174,31 @@ pub fn reconcile(st: &mut State, ns: &str, name: &str) {
         let _ = st.delete(&pods(), ns, p, &DeleteOpts::default());
     }
     let mut ready = 0i64;
+    let containers = template
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let owner = Owner {
+        kind: "Deployment",
+        name,
+        uid: &uid,
+    };
     for (i, pod_name) in wanted.iter().enumerate() {
-        let existing = st.get_opt(&pods(), ns, pod_name);
-        let created_at = existing
-            .as_ref()
-            .map(|p| meta::meta_str(p, "creationTimestamp").to_string())
-            .unwrap_or_else(meta::now);
-        let containers = template
-            .pointer("/spec/containers")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let status = pod_status(pod_name, &containers, failing, &created_at, i);
+        let labels = [("pod-template-hash", hash.as_str())];
+        ensure_pod(
+            st,
+            ns,
+            pod_name,
+            i,
+            &template,
+            &containers,
+            &owner,
+            &labels,
+            failing,
+        );
         if !failing {
             ready += 1;
-        }
-        match existing {
-            Some(p) => {
-                if meta::is_terminating(&p) || p.get("status") == Some(&status) {
-                    continue;
-                }
-                let mut n = (*p).clone();
-                n["status"] = status;
-                let _ = st.update(&pods(), ns, pod_name, n, &ctx("kubelet", Sub::Status), None);
-            }
-            None => {
-                let mut labels = template
-                    .pointer("/metadata/labels")
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .unwrap_or_default();
-                labels.insert("pod-template-hash".into(), json!(hash));
-                let mut md = Map::new();
-                md.insert("name".into(), json!(pod_name));
-                md.insert("namespace".into(), json!(ns));
-                md.insert("labels".into(), Value::Object(labels));
-                if let Some(a) = template.pointer("/metadata/annotations") {
-                    md.insert("annotations".into(), a.clone());
-                }
-                md.insert(
-                    "ownerReferences".into(),
-                    json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "uid": uid,
-                        "controller": true, "blockOwnerDeletion": true}]),
-                );
-                let mut spec = template.get("spec").cloned().unwrap_or(json!({}));
-                spec["nodeName"] = json!("standin-node");
-                let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec, "status": status});
-                let mut c = ctx("kube-controller-manager", Sub::Main);
-                c.keep_status = true;
-                if let Err(e) = st.create(&pods(), ns, pod, &c) {
-                    tracing::warn!(pod = %pod_name, error = %e, "simulation could not create a pod");
-                }
-            }
         }
     }
     let status = deployment_status(&dep, replicas, ready, failing, &format!("{name}-{hash}"));
@@ -206,6 +207,171 @@ pub fn reconcile(st: &mut State, ns: &str, name: &str) {
         n["status"] = status;
         let _ = st.update(
             &deployments(),
+            ns,
+            name,
+            n,
+            &ctx("kube-controller-manager", Sub::Status),
+            None,
+        );
+    }
+}
+
+/// The controller of a simulated pod.
+struct Owner<'a> {
+    kind: &'static str,
+    name: &'a str,
+    uid: &'a str,
+}
+
+/// Creates the pod `pod_name` from `template` (plus `extra_labels`), owned by `owner`, or brings
+/// an existing one's status up to date, as the workload controller and the kubelet would.
+#[allow(clippy::too_many_arguments)]
+fn ensure_pod(
+    st: &mut State,
+    ns: &str,
+    pod_name: &str,
+    index: usize,
+    template: &Value,
+    containers: &[Value],
+    owner: &Owner<'_>,
+    extra_labels: &[(&str, &str)],
+    failing: bool,
+) {
+    let existing = st.get_opt(&pods(), ns, pod_name);
+    let created_at = existing
+        .as_ref()
+        .map(|p| meta::meta_str(p, "creationTimestamp").to_string())
+        .unwrap_or_else(meta::now);
+    let status = pod_status(pod_name, containers, failing, &created_at, index);
+    match existing {
+        Some(p) => {
+            if meta::is_terminating(&p) || p.get("status") == Some(&status) {
+                return;
+            }
+            let mut n = (*p).clone();
+            n["status"] = status;
+            let _ = st.update(&pods(), ns, pod_name, n, &ctx("kubelet", Sub::Status), None);
+        }
+        None => {
+            let mut labels = template
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            for (k, v) in extra_labels {
+                labels.insert((*k).into(), json!(v));
+            }
+            let mut md = Map::new();
+            md.insert("name".into(), json!(pod_name));
+            md.insert("namespace".into(), json!(ns));
+            md.insert("labels".into(), Value::Object(labels));
+            if let Some(a) = template.pointer("/metadata/annotations") {
+                md.insert("annotations".into(), a.clone());
+            }
+            md.insert(
+                "ownerReferences".into(),
+                json!([{"apiVersion": "apps/v1", "kind": owner.kind, "name": owner.name, "uid": owner.uid,
+                    "controller": true, "blockOwnerDeletion": true}]),
+            );
+            let mut spec = template.get("spec").cloned().unwrap_or(json!({}));
+            spec["nodeName"] = json!("standin-node");
+            let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec, "status": status});
+            let mut c = ctx("kube-controller-manager", Sub::Main);
+            c.keep_status = true;
+            if let Err(e) = st.create(&pods(), ns, pod, &c) {
+                tracing::warn!(pod = %pod_name, error = %e, "simulation could not create a pod");
+            }
+        }
+    }
+}
+
+/// Brings one StatefulSet's pods and status to what the StatefulSet controller and kubelet
+/// would make: pods `<name>-0` .. `<name>-<replicas - 1>`, replaced under the same name when
+/// the template changes.
+pub fn reconcile_statefulset(st: &mut State, ns: &str, name: &str) {
+    let Some(set) = st.get_opt(&statefulsets(), ns, name) else {
+        return;
+    };
+    if meta::is_terminating(&set) {
+        return;
+    }
+    let uid = meta::uid(&set).to_string();
+    let replicas = set
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+        .max(0);
+    let template = set.pointer("/spec/template").cloned().unwrap_or(json!({}));
+    let revision = format!(
+        "{name}-{}",
+        meta::safe_hash(template.to_string().as_bytes(), 10)
+    );
+    let failing = is_failing(&set);
+    let wanted: Vec<String> = (0..replicas).map(|i| format!("{name}-{i}")).collect();
+    let owned: Vec<(String, Arc<Value>)> = st
+        .dependents_of(&uid)
+        .into_iter()
+        .filter(|(r, _)| r.key == pods())
+        .map(|(r, v)| (r.name, v))
+        .collect();
+    for (p, pod) in &owned {
+        let outdated = pod
+            .pointer("/metadata/labels/controller-revision-hash")
+            .and_then(Value::as_str)
+            != Some(revision.as_str());
+        if !wanted.contains(p) || outdated {
+            let _ = st.delete(&pods(), ns, p, &DeleteOpts::default());
+        }
+    }
+    let containers = template
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let owner = Owner {
+        kind: "StatefulSet",
+        name,
+        uid: &uid,
+    };
+    let mut ready = 0i64;
+    for (i, pod_name) in wanted.iter().enumerate() {
+        let index = i.to_string();
+        let labels = [
+            ("controller-revision-hash", revision.as_str()),
+            ("statefulset.kubernetes.io/pod-name", pod_name.as_str()),
+            ("apps.kubernetes.io/pod-index", index.as_str()),
+        ];
+        ensure_pod(
+            st,
+            ns,
+            pod_name,
+            i,
+            &template,
+            &containers,
+            &owner,
+            &labels,
+            failing,
+        );
+        if !failing {
+            ready += 1;
+        }
+    }
+    let mut s = Map::new();
+    s.insert("observedGeneration".into(), json!(meta::generation(&set)));
+    s.insert("replicas".into(), json!(replicas));
+    s.insert("readyReplicas".into(), json!(ready));
+    s.insert("availableReplicas".into(), json!(ready));
+    s.insert("currentReplicas".into(), json!(replicas));
+    s.insert("updatedReplicas".into(), json!(replicas));
+    s.insert("currentRevision".into(), json!(revision));
+    s.insert("updateRevision".into(), json!(revision));
+    s.insert("collisionCount".into(), json!(0));
+    let status = Value::Object(s);
+    if set.get("status") != Some(&status) {
+        let mut n = (*set).clone();
+        n["status"] = status;
+        let _ = st.update(
+            &statefulsets(),
             ns,
             name,
             n,

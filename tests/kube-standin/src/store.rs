@@ -1258,7 +1258,7 @@ fn has_generation(rt: &ResourceType) -> bool {
     !rt.is_builtin()
         || matches!(
             (rt.group.as_str(), rt.plural.as_str()),
-            ("apps", "deployments" | "replicasets")
+            ("apps", "deployments" | "replicasets" | "statefulsets")
                 | ("", "pods")
                 | ("apiextensions.k8s.io", "customresourcedefinitions")
                 | ("admissionregistration.k8s.io", _)

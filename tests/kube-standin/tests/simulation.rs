@@ -231,3 +231,118 @@ async fn deployments_get_pods_and_status() {
     );
     standin.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statefulsets_get_ordinal_pods_and_status() {
+    use k8s_openapi::api::apps::v1::StatefulSet;
+    let (standin, client) = start(StandInOptions {
+        simulate_workloads: true,
+        namespaces: vec!["test".into()],
+        ..Default::default()
+    })
+    .await;
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "test");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "test");
+    let set: StatefulSet = serde_json::from_value(json!({"metadata": {"name": "redis"},
+        "spec": {"replicas": 3, "serviceName": "redis", "selector": {"matchLabels": {"app": "redis"}},
+            "template": {"metadata": {"labels": {"app": "redis"}},
+                "spec": {"containers": [{"name": "redis", "image": "redis:7"}]}}}}))
+    .expect("statefulset");
+    let created = sets
+        .create(&PostParams::default(), &set)
+        .await
+        .expect("create");
+    // The API server's defaults and a generation.
+    let spec = created.spec.clone();
+    assert_eq!(spec.pod_management_policy.as_deref(), Some("OrderedReady"));
+    assert_eq!(created.metadata.generation, Some(1));
+
+    let s = eventually(10, || {
+        let sets = sets.clone();
+        async move {
+            let s = sets.get("redis").await.ok()?;
+            let st = s.status.clone()?;
+            (st.ready_replicas == Some(3) && st.available_replicas == Some(3)).then_some(s)
+        }
+    })
+    .await;
+    let status = s.status.clone().expect("status");
+    assert_eq!(status.observed_generation, s.metadata.generation);
+    assert_eq!(status.current_revision, status.update_revision);
+    let mut names: Vec<String> = pods_of(&pods, "redis")
+        .await
+        .iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["redis-0", "redis-1", "redis-2"]);
+    let p = pods.get("redis-1").await.expect("pod");
+    let labels = p.metadata.labels.clone().expect("labels");
+    assert_eq!(
+        labels
+            .get("statefulset.kubernetes.io/pod-name")
+            .map(String::as_str),
+        Some("redis-1")
+    );
+    assert_eq!(
+        labels
+            .get("apps.kubernetes.io/pod-index")
+            .map(String::as_str),
+        Some("1")
+    );
+    let owner = &p.metadata.owner_references.as_ref().expect("owner")[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("StatefulSet", "redis")
+    );
+
+    // Scaling through the scale subresource keeps the lowest ordinals.
+    sets.patch_scale(
+        "redis",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 1}})),
+    )
+    .await
+    .expect("scale");
+    eventually(10, || {
+        let pods = pods.clone();
+        async move {
+            let l = pods_of(&pods, "redis").await;
+            (l.len() == 1 && l[0].metadata.name.as_deref() == Some("redis-0")).then_some(())
+        }
+    })
+    .await;
+
+    // A template change replaces the pod under the same name, with the new revision.
+    let old = status.update_revision.clone().expect("revision");
+    sets.patch("redis", &PatchParams::default(), &Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": [{"name": "redis", "image": "redis:7.2"}]}}}})))
+        .await
+        .expect("new image");
+    eventually(10, || {
+        let pods = pods.clone();
+        let old = old.clone();
+        async move {
+            let p = pods.get_opt("redis-0").await.ok()??;
+            let rev = p
+                .metadata
+                .labels
+                .as_ref()?
+                .get("controller-revision-hash")?
+                .clone();
+            let image = p.spec.as_ref()?.containers[0].image.clone()?;
+            (rev != old && image == "redis:7.2").then_some(())
+        }
+    })
+    .await;
+
+    // Deleting the StatefulSet collects its pods.
+    sets.delete("redis", &DeleteParams::default())
+        .await
+        .expect("delete");
+    eventually(10, || {
+        let pods = pods.clone();
+        async move { pods_of(&pods, "redis").await.is_empty().then_some(()) }
+    })
+    .await;
+    standin.shutdown().await;
+}

@@ -281,6 +281,9 @@ pub fn init(options: &InitOptions) -> Result<Vec<GeneratedFile>, ScaffoldError> 
 /// The generated README's paragraph on where the toolkit comes from.
 fn toolkit_readme(toolkit: &crate::Toolkit) -> String {
     match toolkit {
+        crate::Toolkit::Path(root) if crate::toolkit::is_relative(root) => format!(
+            "This project takes them by path from the toolkit checkout at `{root}`, relative to this\ndirectory (`bundle-tool init --toolkit-path`; Cargo reads a relative path dependency from the\ndirectory of the `Cargo.toml` naming it): keep the project where it is in that checkout, or\npoint the two lines at another one."
+        ),
         crate::Toolkit::Path(root) => format!(
             "This project takes them by path from the toolkit checkout at `{root}` (`bundle-tool init\n--toolkit-path`, the default being the source tree bundle-tool was built from): keep that\ncheckout, or point the two lines at another one."
         ),

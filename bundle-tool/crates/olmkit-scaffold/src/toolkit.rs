@@ -39,6 +39,11 @@ pub const RUNTIME_DIR: &str = "bundle-tool/crates/olmkit-runtime";
 /// The stand-in's directory inside a toolkit checkout.
 pub const STANDIN_DIR: &str = "tests/kube-standin";
 
+/// Whether a `--toolkit-path` is relative (to the project directory, as Cargo reads it).
+pub(crate) fn is_relative(root: &str) -> bool {
+    !root.starts_with('/')
+}
+
 fn toml_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"))
 }
@@ -74,6 +79,9 @@ impl Toolkit {
     /// One line for READMEs and comments: where the toolkit comes from.
     pub(crate) fn describe(&self) -> String {
         match self {
+            Toolkit::Path(root) if is_relative(root) => format!(
+                "the toolkit checkout at {root}, relative to this directory (path dependencies)"
+            ),
             Toolkit::Path(root) => format!("the toolkit checkout at {root} (path dependencies)"),
             Toolkit::Git {
                 url,
@@ -212,6 +220,12 @@ mod tests {
             p.runtime_line(),
             "olmkit-runtime = { path = \"/src/olmkit/bundle-tool/crates/olmkit-runtime\", default-features = false }"
         );
+        let r = Toolkit::Path("../../..".into());
+        assert_eq!(
+            r.standin_line(),
+            "kube-standin = { path = \"../../../tests/kube-standin\" }"
+        );
+        assert!(r.describe().contains("relative to this directory"));
         let g = Toolkit::Git {
             url: "https://example.com/olmkit.git".into(),
             rev: Some("v0.5.0".into()),

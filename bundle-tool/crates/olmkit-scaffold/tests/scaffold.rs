@@ -377,6 +377,17 @@ fn generated_rust_is_rustfmt_clean() {
     let mut tree = Tree::init();
     tree.create(&whalesay()).unwrap();
     tree.create(&api("notes", "v1", "Note")).unwrap();
+    // deploy-image with only --image: no port, command or user (nothing unused is imported).
+    tree.create(&CreateApiOptions {
+        deploy_image: Some(DeployImage {
+            image: "docker.io/library/redis:7.2".into(),
+            command: None,
+            port: None,
+            run_as_user: None,
+        }),
+        ..api("cache", "v1", "Redis")
+    })
+    .unwrap();
     tree.create(&api("demo", "v1", "Whalesay")).unwrap();
     tree.create(&CreateApiOptions {
         storage: true,

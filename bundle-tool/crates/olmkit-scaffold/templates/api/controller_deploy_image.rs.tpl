@@ -21,8 +21,13 @@ use std::time::Instant;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
+{{#if has_port}}
     Capabilities, Container, ContainerPort, PodSecurityContext, PodSpec, PodTemplateSpec,
     SeccompProfile, SecurityContext,
+{{else}}
+    Capabilities, Container, PodSecurityContext, PodSpec, PodTemplateSpec, SeccompProfile,
+    SecurityContext,
+{{/if}}
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     Condition, LabelSelector, ObjectMeta, OwnerReference, Time,
@@ -503,15 +508,17 @@ mod tests {
     use {{api_crate}}::{{kind_snake}}::{{kind}}Spec;
 
     fn object(size: i32) -> {{kind}} {
+{{#if has_port}}
         let mut object = {{kind}}::new(
             "sample",
             {{kind}}Spec {
                 size,
-{{#if has_port}}
                 container_port: {{container_port}},
-{{/if}}
             },
         );
+{{else}}
+        let mut object = {{kind}}::new("sample", {{kind}}Spec { size });
+{{/if}}
         object.metadata.namespace = Some("default".into());
         object.metadata.uid = Some("0000-1111".into());
         object.metadata.generation = Some(1);
