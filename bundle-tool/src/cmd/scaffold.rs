@@ -174,10 +174,7 @@ fn toolkit(args: &InitArgs) -> Result<Toolkit, CmdError> {
             let seen = if given.is_absolute() {
                 String::new()
             } else {
-                format!(
-                    " (relative to the project directory: {})",
-                    dir.display()
-                )
+                format!(" (relative to the project directory: {})", dir.display())
             };
             CmdError::msg(format!(
                 "--toolkit-path {}{seen}: not a checkout of the olmkit toolkit (no {} and {})",
@@ -205,7 +202,9 @@ fn toolkit(args: &InitArgs) -> Result<Toolkit, CmdError> {
             ))
         })?;
         let text = text.trim_end_matches('/');
-        return Ok(Toolkit::Path(if text.is_empty() { "." } else { text }.to_string()));
+        return Ok(Toolkit::Path(
+            if text.is_empty() { "." } else { text }.to_string(),
+        ));
     }
     let dir =
         std::fs::canonicalize(&dir).user_hint("pass --toolkit-path with a readable directory")?;
