@@ -31,6 +31,11 @@ export SOURCE_DATE_EPOCH
 STATIC := target/static
 RELEASE_ARGS = --version $(VERSION)$(foreach c,$(CHANNELS), --channel $(c))$(if $(DEFAULT_CHANNEL), --default-channel $(DEFAULT_CHANNEL))
 BUNDLE_TOOL := $(CARGO) run -q -p bundle-tool --bin bundle-tool --
+# The example operators (bundle-tool/examples/<name>/, each its own Cargo workspace made by
+# `bundle-tool init` + `create api`). They build in this target directory, sharing its
+# compiled dependencies.
+EXAMPLES := $(notdir $(patsubst %/SCAFFOLD.sh,%,$(wildcard bundle-tool/examples/*/SCAFFOLD.sh)))
+EXAMPLE_TARGET_DIR := $(or $(CARGO_TARGET_DIR),$(abspath target))
 OPERATOR := $(CARGO) run -q -p operator --bin operator --
 
 ##@ General
@@ -55,6 +60,10 @@ fmt: ## Format the code.
 lint: ## cargo fmt --check and clippy with warnings as errors.
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	@for ex in $(EXAMPLES); do \
+	  echo "lint: bundle-tool/examples/$$ex" >&2; \
+	  $(MAKE) --no-print-directory -C bundle-tool/examples/$$ex lint CARGO_TARGET_DIR=$(EXAMPLE_TARGET_DIR); \
+	done
 
 .PHONY: manifests
 manifests: ## Regenerate the CRD and RBAC in config/ (from the Rust types and the operator's API-call table) and catalog.Dockerfile.
@@ -130,6 +139,24 @@ release: check-version ## Release VERSION: bundle, catalog entries and images in
 	$(STATIC)/bundle-tool release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) \
 	  --operator-binary $(STATIC)/operator --catalog-server $(STATIC)/catalog-server \
 	  --layout $(LAYOUT) $(RELEASE_FLAGS)
+
+# One release command per example operator, into this repository's bundle/ and catalog/ (a
+# package of its own in the one catalog) with its images in ./images:
+#   make release-whalesay-operator VERSION=0.1.0
+# The example's own `make release` does the work (its static manager, `bundle-tool release`);
+# the catalog image holds the whole catalog, every package.
+.PHONY: release-examples
+release-examples: check-version $(addprefix release-,$(EXAMPLES)) ## Release VERSION of every example operator (one: make release-<name>, e.g. release-whalesay-operator).
+
+.PHONY: $(addprefix release-,$(EXAMPLES))
+$(addprefix release-,$(EXAMPLES)): release-%: check-version
+	$(MAKE) --no-print-directory static
+	$(MAKE) --no-print-directory -C bundle-tool/examples/$* release VERSION=$(VERSION) \
+	  CHANNELS="$(CHANNELS)" DEFAULT_CHANNEL="$(DEFAULT_CHANNEL)" \
+	  CARGO_TARGET_DIR=$(EXAMPLE_TARGET_DIR) BUNDLE_TOOL=$(abspath $(STATIC)/bundle-tool) \
+	  CATALOG_SERVER=$(abspath $(STATIC)/catalog-server) IMAGE_TAG_BASE=quay.io/example/$* \
+	  LAYOUT=$(abspath $(LAYOUT)) \
+	  RELEASE_FLAGS="--bundle-root $(abspath bundle) --catalog-dir $(abspath catalog) $(RELEASE_FLAGS)"
 
 .PHONY: release-plan
 release-plan: check-version ## Show what `make release VERSION=X` would change, changing nothing (same binaries as release).

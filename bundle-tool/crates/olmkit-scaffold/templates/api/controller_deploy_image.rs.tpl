@@ -1,8 +1,9 @@
 //! The {{kind}} controller (scaffolded by `bundle-tool create api --image`; yours to edit).
 //!
-//! For each {{kind}} it keeps a Deployment of the same name running `{{image}}` (the manager's
-//! `{{kind_env}}_IMAGE`, set in `config/manager/manager.yaml`, overrides it) with `spec.size`
-//! pods, owned by the {{kind}}:
+//! For each {{kind}} it keeps a Deployment of the same name with `spec.size` pods, owned by the
+//! {{kind}}, running the image
+//! `{{image}}`
+//! (the manager's `{{kind_env}}_IMAGE`, set in `config/manager/manager.yaml`, overrides it):
 //!
 //! 1. the Deployment is server-side applied with the operator's one field manager (an apply
 //!    that changes nothing is no write), and a `Created` or `Updated` event says when it changed;

@@ -1,6 +1,7 @@
 //! {{kind}} (deploy-image) against the stand-in: the sample becomes a Deployment running the
-//! image with its command, port and user, `Available` once its pods are, scales with
-//! `spec.size`; deleting it records a `Deleting` event and releases it.
+//! image as `create api --image` set it up (its command, port and user, where given),
+//! `Available` once its pods are, scales with `spec.size`; deleting it records a `Deleting`
+//! event and releases it.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::events::v1 as events;

@@ -24,7 +24,9 @@ pub const PLURAL: &str = "{{plural}}";
 pub const STORAGE_VERSION: &str = "{{storage}}";
 /// Every served version, oldest first.
 pub const VERSIONS: &[&str] = &[{{versions}}];
-/// The finalizer the controller puts on every {{kind}}.
+/// The finalizer of {{kind}}s: a deploy-image controller puts it on every one; a plain
+/// controller that must clean up outside the cluster adds it with kube-runtime's `finalizer`
+/// helper (and the `patch` and `finalizers` rows in `src/rbac.rs`).
 pub const FINALIZER: &str = "{{full_group}}/finalizer";
 
 {{#if multi}}

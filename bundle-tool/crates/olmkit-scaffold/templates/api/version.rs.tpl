@@ -8,8 +8,9 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 {{#if deploy_image}}
-/// Desired state of a {{kind}}: `size` pods running the operator's image (`{{image}}` unless
-/// the manager's `{{kind_env}}_IMAGE` says otherwise), as a Deployment.
+/// Desired state of a {{kind}}: `size` pods running the operator's image, as a Deployment:
+/// `{{image}}`
+/// unless the manager's `{{kind_env}}_IMAGE` says otherwise.
 // clippy reads the repeated `type_ = ...` of separate `printcolumn(...)` groups as duplicates.
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]

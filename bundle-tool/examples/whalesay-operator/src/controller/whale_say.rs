@@ -22,8 +22,8 @@ use std::time::Instant;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, PodSecurityContext, PodSpec, PodTemplateSpec,
-    SeccompProfile, SecurityContext,
+    Capabilities, Container, PodSecurityContext, PodSpec, PodTemplateSpec, SeccompProfile,
+    SecurityContext,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     Condition, LabelSelector, ObjectMeta, OwnerReference, Time,

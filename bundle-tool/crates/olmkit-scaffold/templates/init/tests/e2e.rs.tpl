@@ -1,6 +1,6 @@
 //! End-to-end tests: the real `manager` binary against kube-standin, the olmkit toolkit's
-//! in-memory Kubernetes API server (its workload simulation gives Deployments pods and a
-//! status; its limits are in the toolkit's `tests/kube-standin/README.md`).
+//! in-memory Kubernetes API server (its workload simulation gives Deployments and StatefulSets
+//! pods and a status; its limits are in the toolkit's `tests/kube-standin/README.md`).
 //!
 //! [`Env::start`] starts the stand-in with the project's CRDs (kinds with several versions
 //! converted by the manager's webhook, on a test CA) and the manager against it. The stand-in

@@ -21,7 +21,9 @@ pub const PLURAL: &str = "whalesays";
 pub const STORAGE_VERSION: &str = "v1alpha1";
 /// Every served version, oldest first.
 pub const VERSIONS: &[&str] = &["v1alpha1"];
-/// The finalizer the controller puts on every WhaleSay.
+/// The finalizer of WhaleSays: a deploy-image controller puts it on every one; a plain
+/// controller that must clean up outside the cluster adds it with kube-runtime's `finalizer`
+/// helper (and the `patch` and `finalizers` rows in `src/rbac.rs`).
 pub const FINALIZER: &str = "devsectim.io/finalizer";
 
 /// The CustomResourceDefinition.
