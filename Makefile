@@ -6,7 +6,7 @@
 # Test tiers: `make test-unit` (no setup, no e2e: minutes; needs only the toolchain and the
 # kubectl that `make release` needs too) and `make test`
 # (setup, then every unit, property, snapshot and e2e test, verify and lint). The e2e suites are
-# the `tests/e2e_*.rs` files of the package whose binary they drive.
+# the `e2e_*` modules of the integration tests (`tests/it/`) of the package whose binary they drive.
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
@@ -82,26 +82,25 @@ verify: manifests ## Regenerate everything generated and fail on a diff; check b
 
 ##@ Test
 
-# The `tests/` directories of the workspace members. Every integration test there belongs to
-# the unit tier except the end-to-end suites, which are named `e2e_*` (they run the real
-# binaries and may need what `make setup` installs).
-TEST_DIRS := operator/memcached-api/tests operator/tests bundle-tool/tests $(wildcard bundle-tool/crates/*/tests) tests/kube-standin/tests
-UNIT_TESTS := $(sort $(filter-out e2e_%,\
-  $(basename $(notdir $(wildcard $(addsuffix /*.rs,$(TEST_DIRS))))) \
-  $(notdir $(patsubst %/,%,$(dir $(wildcard $(addsuffix /*/main.rs,$(TEST_DIRS))))))))
+# Each package's integration tests are one test binary, `tests/it/` (a module per suite; a file
+# that must stay its own crate, like operator/tests/crd_field_checklist.rs, is its own binary).
+# Every test belongs to the unit tier except the end-to-end suites, the modules named `e2e_*`
+# (they run the real binaries and may need what `make setup` installs): the tiers select them
+# by that prefix of the test names.
+E2E := e2e_
 
 .PHONY: setup
 setup: ## Install what the tests need (Debian packages, Python venv); idempotent.
 	tests/scripts/setup.sh
 
 .PHONY: test-unit
-test-unit: ## Fast tier, no setup (toolchain and kubectl only): unit tests of every lib and bin, doc tests, and the integration tests that are not e2e (tests/e2e_*.rs).
-	$(CARGO) test --workspace --no-fail-fast --lib --bins $(addprefix --test ,$(UNIT_TESTS))
+test-unit: ## Fast tier, no setup (toolchain and kubectl only): unit tests of every lib and bin, doc tests, and the integration tests that are not e2e (the e2e_* modules of tests/it/).
+	$(CARGO) test --workspace --no-fail-fast --lib --bins --tests -- --skip $(E2E)
 	$(CARGO) test --workspace --no-fail-fast --doc
 
 .PHONY: test-e2e
-test-e2e: setup ## Install what the tests need, then run only the e2e suites (tests/e2e_*.rs of each package).
-	$(CARGO) test --workspace --no-fail-fast --test 'e2e_*'
+test-e2e: setup ## Install what the tests need, then run only the e2e suites (the e2e_* modules of each package's tests/it/).
+	$(CARGO) test --workspace --no-fail-fast --tests -- $(E2E)
 
 .PHONY: test
 test: setup ## Full tier: install what the tests need, then run every test (unit, property, snapshot, e2e), verify and lint.
@@ -119,7 +118,7 @@ bench: setup ## Run the benchmarks (figures, not assertions); see BENCHMARKS.md.
 
 .PHONY: conformance
 conformance: ## Agreement with operator-sdk v1.38 on the community-operators corpus (../shared/conformance): matrix per suite and time per bundle.
-	$(CARGO) test -q -p olmkit-bundle --test conformance -- --ignored --nocapture conformance_report
+	$(CARGO) test -q -p olmkit-bundle --test it -- --ignored --nocapture conformance::conformance_report
 
 ##@ Release
 

@@ -12,7 +12,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/harness/operator_harness.rs"]
+#[path = "../tests/it/harness/operator_harness.rs"]
 mod harness;
 
 use std::collections::HashMap;

@@ -2,7 +2,7 @@
 # How this example was made, as a user makes an operator: `bundle-tool init` and `bundle-tool
 # create api` in a new directory bundle-tool/examples/whalesay-operator of a toolkit checkout
 # (`--toolkit-path ../../..` is relative to that directory, as Cargo reads path dependencies),
-# then `make manifests` and the edits listed in .scaffold-edits. bundle-tool/tests/e2e_examples.rs
+# then `make manifests` and the edits listed in .scaffold-edits. bundle-tool/tests/it/e2e_examples.rs
 # runs this script again and fails when the files it generates drift from the ones here.
 #
 #   BUNDLE_TOOL=target/debug/bundle-tool sh SCAFFOLD.sh DIR    # DIR: new, three levels below a checkout

@@ -1,7 +1,7 @@
 //! What OLM v0 creates from a ClusterServiceVersion's install strategy so that the operator's
 //! ServiceAccount gets the CSV's permissions, for the end-to-end tests that run a real operator
 //! binary under exactly those permissions (the Memcached operator's suites in `operator/tests/`,
-//! the example operators' OLM installs in `bundle-tool/tests/e2e_example_operators.rs`).
+//! the example operators' OLM installs in `bundle-tool/tests/it/e2e_examples.rs`).
 //!
 //! Mirrors `RBACForClusterServiceVersion` (pkg/controller/registry/resolver/rbac.go in
 //! operator-framework/operator-lifecycle-manager): for each `spec.install.spec.permissions`

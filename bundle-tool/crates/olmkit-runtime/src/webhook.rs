@@ -64,7 +64,7 @@
 //!
 //! The rest of the budget (14 MiB at the defaults) is for the allocator: the two conversion
 //! threads ([`pool`]) and the async workers keep freed memory for reuse. The load test
-//! `tests/e2e_conversion_webhook_load.rs` checks the budget (debug build, whose idle RSS after
+//! `tests/it/e2e_conversion_webhook_load.rs` checks the budget (debug build, whose idle RSS after
 //! one review is 31 MiB) under five attacks: 48 concurrent 2 MiB reviews, 32 of 2.9 MB, 16 of
 //! 3 MB whose 16,000 objects all fail, 16 of 1.5 million one-byte objects and 16 of one object
 //! of 300,000 managed fields (refused unparsed as too costly); peaks 38-48 MiB (before: 58-65,

@@ -17,7 +17,7 @@
 //! where upstream reports an error, so do we; where we judge something upstream accepts (a
 //! Kubernetes schema, a naming convention, what OLM would fail on at install time), it is a
 //! warning, and an error only with the opt-in `strict` suite ([`Suite::Strict`]). The
-//! conformance test (`tests/conformance.rs`) holds this against operator-sdk's verdicts on
+//! conformance test (`tests/it/conformance.rs`) holds this against operator-sdk's verdicts on
 //! the community-operators corpus.
 
 mod crd;

@@ -109,7 +109,7 @@ const fn error(id: &'static str, description: &'static str, upstream: &'static s
 const CONVERT: &str = "alpha/declcfg/declcfg_to_model.go ConvertToModel";
 
 /// Every catalog rule: id, severity, what it checks and the opm function it mirrors (the
-/// meta-test `tests/model_rules.rs` keeps it complete).
+/// meta-test `tests/it/model_rules.rs` keeps it complete).
 pub const RULES: &[Rule] = &[
     error(
         rules::PACKAGE_NAME,
