@@ -78,9 +78,7 @@ pub struct Bundle {
     pub load_warnings: Vec<olmkit_core::docs::ParseWarning>,
 }
 
-fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
-    v.pointer(pointer).and_then(Value::as_str)
-}
+use crate::json::str_at;
 
 impl Bundle {
     /// The ClusterServiceVersion, if the bundle has one.

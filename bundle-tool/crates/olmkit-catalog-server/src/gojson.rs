@@ -2,17 +2,13 @@
 //!
 //! Clients compare and store what the registry sends (OLM copies `csvJson` into the cluster), so
 //! where opm re-encodes JSON we re-encode it the same way:
-//! - [`compact`]: compact output with Go's HTML-safe string escaping (`<`, `>`, `&`, U+2028 and
-//!   U+2029 as `\u` escapes), keys in the order given;
-//! - [`compact_sorted`]: the same with every object's keys sorted, which is what Go produces from
-//!   `map[string]interface{}` (e.g. `sigs.k8s.io/yaml.YAMLToJSON` for YAML manifests);
+//! - Go's escaping and map key order are `olmkit_core::gojson`'s (`compact`, `marshal`);
 //! - [`synthetic_csv`]: the ClusterServiceVersion opm builds from an `olm.csv.metadata`
 //!   property (operator-registry `pkg/api/model_to_api.go`, `csvMetadataToCsv`), which goes
 //!   through Go structs: struct field order, `omitempty` rules, unknown fields dropped and keys
 //!   matched case-insensitively on the way in.
 
 use serde_json::{Map, Value};
-use std::io;
 use thiserror::Error;
 
 /// An `olm.csv.metadata` value does not decode into operator-registry's Go type; the text is
@@ -28,67 +24,7 @@ pub struct DecodeCsvMetadataError {
     pub want: &'static str,
 }
 
-/// serde_json formatter that escapes like Go's `encoding/json` with HTML escaping on.
-struct GoFormatter;
-
-impl serde_json::ser::Formatter for GoFormatter {
-    fn write_string_fragment<W: ?Sized + io::Write>(
-        &mut self,
-        writer: &mut W,
-        fragment: &str,
-    ) -> io::Result<()> {
-        let mut start = 0;
-        for (i, c) in fragment.char_indices() {
-            let esc: &[u8] = match c {
-                '<' => b"\\u003c",
-                '>' => b"\\u003e",
-                '&' => b"\\u0026",
-                '\u{2028}' => b"\\u2028",
-                '\u{2029}' => b"\\u2029",
-                _ => continue,
-            };
-            writer.write_all(&fragment.as_bytes()[start..i])?;
-            writer.write_all(esc)?;
-            start = i + c.len_utf8();
-        }
-        writer.write_all(&fragment.as_bytes()[start..])
-    }
-}
-
-fn write(value: &Value) -> String {
-    let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, GoFormatter);
-    // Serialising a `Value` into memory cannot fail.
-    let _ = serde::Serialize::serialize(value, &mut ser);
-    String::from_utf8(out).unwrap_or_default()
-}
-
-/// Compact JSON with Go's escaping, keys in the order of the value.
-pub fn compact(value: &Value) -> String {
-    write(value)
-}
-
-/// Sorts the keys of every object, recursively.
-pub fn sort_keys(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(String, Value)> = std::mem::take(map).into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            for (k, mut v) in entries {
-                sort_keys(&mut v);
-                map.insert(k, v);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(sort_keys),
-        _ => {}
-    }
-}
-
-/// Compact JSON with Go's escaping and sorted keys (Go maps).
-pub fn compact_sorted(mut value: Value) -> String {
-    sort_keys(&mut value);
-    write(&value)
-}
+use olmkit_core::gojson::compact;
 
 // --- typed re-encoding -------------------------------------------------------------------------
 
@@ -539,7 +475,7 @@ mod tests {
             r#"{"b":"\u003ca\u0026b\u003e\u2028\"\n","a":1}"#
         );
         assert_eq!(
-            compact_sorted(json!({"b": {"z": 1, "y": [{"d": 1, "c": 2}]}, "a": 1})),
+            olmkit_core::gojson::marshal(&json!({"b": {"z": 1, "y": [{"d": 1, "c": 2}]}, "a": 1})),
             r#"{"a":1,"b":{"y":[{"c":2,"d":1}],"z":1}}"#
         );
     }

@@ -333,7 +333,7 @@ pub fn object_to_json(bytes: Vec<u8>, what: &str) -> Result<String, ObjectToJson
     let docs =
         olmkit_core::docs::parse_documents(what, &bytes).map_err(ObjectToJsonError::Parse)?;
     Ok(match docs.into_iter().next() {
-        Some(v) => gojson::compact_sorted(v),
+        Some(v) => olmkit_core::gojson::marshal(&v),
         None => "null".into(),
     })
 }

@@ -126,21 +126,6 @@ pub(crate) fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
     v.pointer(pointer).and_then(Value::as_str)
 }
 
-/// Go's `json.Marshal` of a Kubernetes object: keys sorted, compact, `<>&` escaped.
-pub fn go_json_marshal(v: &Value) -> String {
-    let sorted = crate::declcfg::sort_keys(v.clone());
-    let s = sorted.to_string();
-    if s.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
-        s.replace('<', "\\u003c")
-            .replace('>', "\\u003e")
-            .replace('&', "\\u0026")
-            .replace('\u{2028}', "\\u2028")
-            .replace('\u{2029}', "\\u2029")
-    } else {
-        s
-    }
-}
-
 fn sort_props(props: &mut [Property]) {
     props.sort_by(|a, b| {
         a.type_
@@ -164,7 +149,10 @@ pub fn csv_metadata(csv: &Value) -> Value {
         .pointer("/metadata/annotations")
         .filter(|v| non_empty(v))
     {
-        m.insert("annotations".into(), crate::declcfg::sort_keys(a.clone()));
+        m.insert(
+            "annotations".into(),
+            olmkit_core::gojson::sorted_keys(a.clone()),
+        );
     }
     // Go marshals these two structs even when empty.
     m.insert(
@@ -192,7 +180,7 @@ pub fn csv_metadata(csv: &Value) -> Value {
         }
     }
     if let Some(l) = csv.pointer("/metadata/labels").filter(|v| non_empty(v)) {
-        m.insert("labels".into(), crate::declcfg::sort_keys(l.clone()));
+        m.insert("labels".into(), olmkit_core::gojson::sorted_keys(l.clone()));
     }
     for (out, field) in [
         ("links", "links"),
@@ -353,7 +341,8 @@ pub fn render_bundle_release(
     sort_props(&mut props);
     if opts.bundle_objects {
         for m in &dir.manifests {
-            let data = base64::engine::general_purpose::STANDARD.encode(go_json_marshal(&m.object));
+            let data = base64::engine::general_purpose::STANDARD
+                .encode(olmkit_core::gojson::marshal(&m.object));
             props.push(Property::bundle_object(data));
         }
     } else {

@@ -19,7 +19,7 @@
 
 use crate::declcfg::{Bundle, Property, RelatedImage, SCHEMA_BUNDLE};
 use crate::property;
-use crate::render::{RenderBundleError, RenderOptions, csv_metadata, go_json_marshal, str_at};
+use crate::render::{RenderBundleError, RenderOptions, csv_metadata, str_at};
 use base64::Engine;
 use olmkit_bundle::Bundle as BundleDir;
 use olmkit_core::confine::MANIFEST_FILE;
@@ -390,7 +390,8 @@ pub fn render_bundle_opm(
     props.extend(other);
     if opts.bundle_objects {
         for m in &dir.manifests {
-            let data = base64::engine::general_purpose::STANDARD.encode(go_json_marshal(&m.object));
+            let data = base64::engine::general_purpose::STANDARD
+                .encode(olmkit_core::gojson::marshal(&m.object));
             props.push(Property::bundle_object(data));
         }
     }
@@ -404,7 +405,7 @@ pub fn render_bundle_opm(
     }
     let mut keyed: Vec<(String, Property)> = props
         .into_iter()
-        .map(|p| (go_json_marshal(&p.value), p))
+        .map(|p| (olmkit_core::gojson::marshal(&p.value), p))
         .collect();
     crate::gosort::sort_slice(&mut keyed, |a, b| {
         if a.1.type_ != b.1.type_ {
@@ -545,7 +546,7 @@ fn go_struct(v: &Value, fields: &[Field]) -> Value {
             Shape::Str => Value::String(field.as_str().unwrap_or("").to_string()),
             Shape::Bool => Value::Bool(field.as_bool().unwrap_or(false)),
             Shape::Int => field.as_i64().map_or(json!(0), |i| json!(i)),
-            Shape::Strings | Shape::Raw => crate::declcfg::sort_keys(field.clone()),
+            Shape::Strings | Shape::Raw => olmkit_core::gojson::sorted_keys(field.clone()),
             Shape::Struct(inner) => go_struct(field, inner),
             Shape::List(inner) => Value::Array(
                 field

@@ -8,7 +8,9 @@
 //! It is also the one home of the small grammars several crates (and the operator) need, each
 //! mirroring its upstream definition: OLM skipRanges ([`version_range`], blang/semver), Go
 //! durations ([`duration`]), Kubernetes names ([`k8s_name`], apimachinery) and image references
-//! ([`image_ref`], distribution/reference).
+//! ([`image_ref`], distribution/reference). And of how Go writes what upstream writes: JSON
+//! ([`gojson`], encoding/json's escaping and map key order) and YAML ([`goyaml`], go-yaml's
+//! emitter).
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -18,6 +20,7 @@ pub mod duration;
 pub mod epoch;
 pub mod findings;
 pub mod fsio;
+pub mod gojson;
 pub mod goyaml;
 pub mod image_ref;
 pub mod k8s_name;

@@ -15,7 +15,6 @@ use oci_spec::image::{
     ImageConfigurationBuilder, ImageManifest, ImageManifestBuilder, MediaType, Os, RootFsBuilder,
 };
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use thiserror::Error;
 
@@ -234,21 +233,8 @@ pub fn canonical_json<T: Serialize>(
         message: e.to_string(),
     };
     let mut v = serde_json::to_value(value).map_err(assemble)?;
-    sort_keys(&mut v);
+    olmkit_core::gojson::sort_keys(&mut v);
     serde_json::to_vec(&v).map_err(assemble)
-}
-
-fn sort_keys(v: &mut Value) {
-    match v {
-        Value::Object(map) => {
-            map.sort_keys();
-            for (_, child) in map.iter_mut() {
-                sort_keys(child);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(sort_keys),
-        _ => {}
-    }
 }
 
 fn assemble(what: &'static str) -> impl Fn(oci_spec::OciSpecError) -> BuildImageError {
@@ -415,6 +401,7 @@ pub fn assemble_image(spec: &ImageSpec, layers: Vec<Layer>) -> Result<Image, Bui
 mod tests {
     use super::*;
     use crate::tree::FILE_MODE;
+    use serde_json::Value;
 
     fn spec() -> ImageSpec {
         let mut a = FileTree::new();

@@ -15,6 +15,7 @@ use super::webhooks::{OLM_CERT_MOUNT_PATHS, Webhooks};
 use super::{GenerateOptions, Improvement, Settings};
 use crate::json::{arr_at, as_obj_mut, child_obj, obj_at, str_at, string_map};
 use crate::naming::csv_name;
+use olmkit_core::gojson::sorted_keys;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
@@ -326,7 +327,11 @@ fn starting_csv(
 
 /// `alm-examples`: the samples as a pretty JSON array (operator-sdk's `applyCustomResources`).
 fn alm_examples(c: &Collected, settings: &Settings) -> Result<String, GenerateBundleError> {
-    let examples: Vec<Value> = c.samples.iter().map(|s| sort_keys(&s.object)).collect();
+    let examples: Vec<Value> = c
+        .samples
+        .iter()
+        .map(|s| sorted_keys(s.object.clone()))
+        .collect();
     let text = serde_json::to_string_pretty(&examples).map_err(|e| {
         GenerateBundleError::Render(olmkit_core::docs::RenderDocumentError {
             what: "alm-examples".into(),
@@ -334,7 +339,7 @@ fn alm_examples(c: &Collected, settings: &Settings) -> Result<String, GenerateBu
         })
     })?;
     Ok(if settings.upstream_compat {
-        super::upstream::go_html_escape(&text)
+        olmkit_core::gojson::html_escape(&text)
     } else {
         text
     })
@@ -562,7 +567,7 @@ pub fn build(
     if settings.upstream_compat {
         super::upstream::typed_csv(&mut csv);
     }
-    Ok(sort_keys(&csv))
+    Ok(sorted_keys(csv))
 }
 
 /// `spec.version`, and the upgrade edges `spec.replaces` (checked to be a CSV name) and
@@ -655,24 +660,5 @@ fn set_related_images(
         spec.remove("relatedImages");
     } else {
         spec.insert("relatedImages".into(), images);
-    }
-}
-
-/// A copy of `v` with the keys of every object sorted, the canonical order operator-sdk's
-/// serializer (sigs.k8s.io/yaml) writes.
-pub fn sort_keys(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            Value::Object(
-                entries
-                    .into_iter()
-                    .map(|(k, v)| (k.clone(), sort_keys(v)))
-                    .collect(),
-            )
-        }
-        Value::Array(a) => Value::Array(a.iter().map(sort_keys).collect()),
-        other => other.clone(),
     }
 }

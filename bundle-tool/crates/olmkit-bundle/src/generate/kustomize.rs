@@ -135,9 +135,7 @@ fn pluralize(word: &str) -> String {
     }
 }
 
-fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
-    v.pointer(pointer).and_then(Value::as_str)
-}
+use crate::json::str_at;
 
 /// The CRD of `api`, and its version's schema description.
 fn crd_of<'a>(crds: &'a [Value], api: &Api) -> Option<(&'a Value, Option<&'a str>)> {
@@ -376,7 +374,7 @@ pub fn render_base(csv: &Value) -> Result<String, olmkit_core::goyaml::GoYamlErr
     for k in ["status", "creationTimestamp"] {
         delete_key(&mut csv, k);
     }
-    olmkit_core::goyaml::to_yaml(&super::csv::sort_keys(&csv))
+    olmkit_core::goyaml::to_yaml(&olmkit_core::gojson::sorted_keys(csv))
 }
 
 /// `config/manifests/kustomization.yaml` from operator-sdk's template (`Kustomization`):

@@ -12,7 +12,6 @@
 //! OperatorGroup; operator-sdk strips it too) and with its keys sorted.
 
 use super::collect::Collected;
-use super::csv::sort_keys;
 use super::rbac::RbacSplit;
 use super::webhooks::Webhooks;
 use super::{FileLayout, GenerateBundleError, GenerateOptions, Improvement, Settings};
@@ -20,6 +19,7 @@ use crate::json::{arr_at, str_at};
 use crate::model::keys;
 use crate::naming::{dns1123_subdomain_problem, manifest_file_name, package_of_csv_name};
 use olmkit_core::docs::to_yaml;
+use olmkit_core::gojson::sorted_keys;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -262,7 +262,7 @@ fn clean(object: &Value, settings: &Settings) -> Value {
     if settings.upstream_compat {
         super::upstream::typed_object(&mut o);
     }
-    sort_keys(&o)
+    sorted_keys(o)
 }
 
 /// The Service as it goes into the bundle: without the ports that only route admission
@@ -410,7 +410,7 @@ pub fn render_files(
         let mut config = clean(&sc.object, settings);
         if settings.upstream_compat {
             super::upstream::typed_scorecard(&mut config);
-            config = sort_keys(&config);
+            config = sorted_keys(config);
         }
         files.insert(
             PathBuf::from("tests/scorecard/config.yaml"),

@@ -64,23 +64,6 @@ pub fn default_base(package: &str) -> Value {
     })
 }
 
-/// `text` with the escapes Go's `encoding/json` applies by default: `<`, `>`, `&`, U+2028
-/// and U+2029 as `\uXXXX`.
-pub fn go_html_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// `spec.customresourcedefinitions.owned` as operator-sdk's `applyCustomResourceDefinitions`
 /// writes it: per served version, the base's entry with the same name, version and kind, or
 /// an entry with just those three.
@@ -276,11 +259,6 @@ mod tests {
     fn display_names() {
         assert_eq!(display_name("memcached-operator"), "Memcached Operator");
         assert_eq!(display_name("a.b_c"), "A B C");
-    }
-
-    #[test]
-    fn html_escape_like_go() {
-        assert_eq!(go_html_escape("a<b>&c"), "a\\u003cb\\u003e\\u0026c");
     }
 
     #[test]

@@ -13,7 +13,7 @@ pub mod write;
 pub use load::{
     BlobAt, LoadCatalogError, LoadOptions, catalog_files, load_bytes, load_dir, load_file, walk_dir,
 };
-pub use write::{WriteFormat, render_blobs, render_config, sort_keys};
+pub use write::{WriteFormat, render_blobs, render_config};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -38,19 +38,6 @@ impl WriteFormat {
     }
 }
 
-/// Recursively sorts object keys.
-pub fn sort_keys(v: Value) -> Value {
-    match v {
-        Value::Object(map) => {
-            let sorted: BTreeMap<String, Value> =
-                map.into_iter().map(|(k, v)| (k, sort_keys(v))).collect();
-            Value::Object(sorted.into_iter().collect())
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(sort_keys).collect()),
-        other => other,
-    }
-}
-
 /// Orders blobs like opm's writer. The result borrows from `cfg`.
 pub fn ordered_blobs(cfg: &DeclarativeConfig) -> Vec<BlobRef<'_>> {
     #[derive(Default)]
@@ -203,26 +190,7 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for GoFormatter<F
         fragment: &str,
     ) -> std::io::Result<()> {
         let html = ESCAPE_HTML.with(std::cell::Cell::get);
-        let special =
-            |c: char| matches!(c, '\u{2028}' | '\u{2029}') || html && matches!(c, '<' | '>' | '&');
-        if !fragment.contains(special) {
-            return writer.write_all(fragment.as_bytes());
-        }
-        let mut start = 0;
-        for (i, c) in fragment.char_indices() {
-            let esc = match c {
-                '\u{2028}' => "\\u2028",
-                '\u{2029}' => "\\u2029",
-                '<' if html => "\\u003c",
-                '>' if html => "\\u003e",
-                '&' if html => "\\u0026",
-                _ => continue,
-            };
-            writer.write_all(&fragment.as_bytes()[start..i])?;
-            writer.write_all(esc.as_bytes())?;
-            start = i + c.len_utf8();
-        }
-        writer.write_all(&fragment.as_bytes()[start..])
+        olmkit_core::gojson::write_string_fragment(writer, fragment, html)
     }
     fn write_f64<W: ?Sized + Write>(&mut self, w: &mut W, value: f64) -> std::io::Result<()> {
         // Go's encoding/json float64 form (numbers in property values are float64 in opm).
@@ -298,7 +266,7 @@ pub fn write_blob<T: Serialize, W: Write>(
                 inner: serde_json::ser::CompactFormatter,
             };
             let mut ser = serde_json::Serializer::with_formatter(&mut *w, fmt);
-            sort_keys(v)
+            olmkit_core::gojson::sorted_keys(v)
                 .serialize(&mut ser)
                 .map_err(|e| render_err("catalog blob", e))?;
             w.write_all(b"\n")
@@ -306,7 +274,8 @@ pub fn write_blob<T: Serialize, W: Write>(
         }
         WriteFormat::CatalogYaml => {
             let v = serde_json::to_value(blob).map_err(|e| render_err("catalog blob", e))?;
-            let text = olmkit_core::docs::to_yaml("catalog blob", &sort_keys(v))?;
+            let text =
+                olmkit_core::docs::to_yaml("catalog blob", &olmkit_core::gojson::sorted_keys(v))?;
             w.write_all(b"---\n")
                 .and_then(|()| w.write_all(text.as_bytes()))
                 .map_err(|e| render_err("catalog blob", e))
