@@ -223,6 +223,10 @@ async fn memcached_lifecycle_across_versions() {
     wait_events(&env, "web", &["Created", "Available"]).await;
 
     // ---- idempotency: an unrelated change triggers a reconcile that writes nothing ----
+    // Reconciles started by the rollout (the stand-in's Deployment status steps) may still be
+    // writing: wait until the operator has been quiet for a while, so that every write counted
+    // below is the annotation's reconcile's.
+    wait_quiet(&env, Duration::from_millis(1500)).await;
     let before = op
         .metric("memcached_operator_reconciliations_total{result=\"success\"}")
         .await
@@ -722,4 +726,29 @@ async fn the_generated_roles_suffice() {
     assert!(service(&env, "web").await.is_some());
     wait_events(&env, "web", &["Created", "Available"]).await;
     assert_never_forbidden(&env, &op, &user);
+}
+
+/// Waits (at most 30 s) until the operator has made no write, leases aside, for `quiet`.
+async fn wait_quiet(env: &Env, quiet: Duration) {
+    let writes = || {
+        env.operator_requests()
+            .into_iter()
+            .filter(|r| is_write(r) && r.resource != "leases")
+            .count()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut seen = writes();
+    let mut since = std::time::Instant::now();
+    while since.elapsed() < quiet {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the operator kept writing for 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = writes();
+        if now != seen {
+            seen = now;
+            since = std::time::Instant::now();
+        }
+    }
 }
