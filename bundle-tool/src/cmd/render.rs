@@ -8,7 +8,8 @@ use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, print_data};
 use clap::ValueEnum;
 use olmkit_catalog::declcfg::{self, DeclarativeConfig, LoadOptions, WriteFormat};
-use olmkit_catalog::render::{ImageRefTemplate, RenderOptions, render_bundle};
+use olmkit_catalog::render::{ImageRefTemplate, RenderOptions};
+use olmkit_catalog::render_opm::render_bundle;
 use olmkit_catalog::template::{self, BundlesByImage};
 use std::path::{Path, PathBuf};
 

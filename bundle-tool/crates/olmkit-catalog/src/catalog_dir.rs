@@ -274,7 +274,7 @@ pub fn verify(
         };
         let fresh = crate::render::render_bundle_release(dir, &existing.image, &opts)?;
         let matches_opm = || -> Result<bool, VerifyCatalogError> {
-            let mut opm = crate::render::render_bundle(dir, &existing.image, &opts)?;
+            let mut opm = crate::render_opm::render_bundle(dir, &existing.image, &opts)?;
             let mut mine = existing.clone();
             crate::declcfg::opm::normalize_bundle(&mut mine);
             crate::declcfg::opm::normalize_bundle(&mut opm);
@@ -351,7 +351,7 @@ pub fn catalog_from_bundles_lenient(
         BTreeMap::new();
     let mut defaults: BTreeMap<String, (Option<semver::Version>, String)> = BTreeMap::new();
     for (dir, image) in bundles {
-        let blob = match crate::render::render_bundle(dir, image, opts) {
+        let blob = match crate::render_opm::render_bundle(dir, image, opts) {
             Ok(b) => b,
             Err(e) => {
                 failed.push((dir.root.clone(), e));

@@ -3,7 +3,8 @@
 //! registry+v1 limits) fed with the properties opm would render for the bundle, so that
 //! validating a bundle needs neither the cluster client nor a second copy of opm's rules.
 
-use crate::render::{RenderBundleError, RenderOptions, render_bundle};
+use crate::render::{RenderBundleError, RenderOptions};
+use crate::render_opm::render_bundle;
 use olmkit_bundle::validate::olmv1::{
     Olmv1Bundle, Olmv1Property, check_olmv1_support, render_failed,
 };

@@ -1,6 +1,7 @@
 //! Rendering a registry+v1 bundle directory into an `olm.bundle` blob.
 //!
-//! [`render_bundle`] follows `opm render` v1.73 (the rules are in [`crate::render_opm`]).
+//! `opm render` v1.73 of a bundle directory is [`crate::render_opm::render_bundle`]; this module
+//! holds what both renderings share.
 //! [`render_bundle_release`] is bundle-tool's own catalog style, the one `catalog/` of a release
 //! is written in, after opm's `ObjectsAndPropertiesFromBundle` as bundle-tool first read it:
 //! `olm.package` (from the annotations' package and the CSV version, unless
@@ -229,16 +230,6 @@ fn operator_images(csv: &Value) -> BTreeSet<String> {
         }
     }
     out
-}
-
-/// Renders a loaded bundle directory into an `olm.bundle` blob with the given image, as
-/// `opm render` v1.73 does (see [`crate::render_opm`]).
-pub fn render_bundle(
-    dir: &BundleDir,
-    image: &str,
-    opts: &RenderOptions,
-) -> Result<Bundle, RenderBundleError> {
-    crate::render_opm::render_bundle_opm(dir, image, opts)
 }
 
 /// What every rendering of a bundle directory starts from, each missing piece named with its

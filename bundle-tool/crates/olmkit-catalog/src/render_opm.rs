@@ -357,7 +357,7 @@ fn related_images(csv: &Value, image: &str) -> Vec<RelatedImage> {
 }
 
 /// [`crate::render::RenderStyle::Opm`]: see the module docs.
-pub fn render_bundle_opm(
+pub fn render_bundle(
     dir: &BundleDir,
     image: &str,
     opts: &RenderOptions,

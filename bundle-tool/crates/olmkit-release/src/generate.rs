@@ -4,9 +4,9 @@
 use crate::ReleaseConfig;
 use crate::plan::Planned;
 use olmkit_bundle::generate::{
-    GenerateBundleError, GenerateInputs, GenerateOptions, GeneratedBundle, generate_bundle,
+    GenerateBundleError, GenerateInputs, GeneratedBundle, generate_bundle,
 };
-use semver::Version;
+use olmkit_core::image_ref::repository_as_written;
 use serde_json::Value;
 use thiserror::Error;
 
@@ -53,8 +53,7 @@ pub fn generate(
         (None, _) if config.operator_repo.is_some() => return Err(GenerateError::NoDeployment),
         _ => {}
     }
-    let mut opts = options(
-        config,
+    let mut opts = config.generate_options(
         &planned.version,
         planned.created_at.clone(),
         planned.replaces.clone(),
@@ -64,34 +63,6 @@ pub fn generate(
     );
     opts.channels = planned.channels.clone();
     generate_bundle(&inputs, &opts).map_err(|e| GenerateError::Bundle(Box::new(e)))
-}
-
-/// The generator's options for this release.
-pub(crate) fn options(
-    config: &ReleaseConfig,
-    version: &Version,
-    created_at: String,
-    replaces: Option<String>,
-    skips: Vec<String>,
-    skip_range: Option<String>,
-    default_channel: Option<String>,
-) -> GenerateOptions {
-    GenerateOptions {
-        version: version.to_string(),
-        package: config.package.clone(),
-        channels: config.channels.clone(),
-        default_channel,
-        replaces,
-        skips,
-        skip_range,
-        created_at,
-        builder: config.builder.clone(),
-    }
-}
-
-/// `reference` without tag and digest, as written (the one rule, in olmkit-core).
-pub fn repository(reference: &str) -> String {
-    olmkit_core::image_ref::repository_as_written(reference).to_string()
 }
 
 fn containers_mut(doc: &mut Value) -> impl Iterator<Item = &mut Value> {
@@ -121,7 +92,7 @@ pub fn set_operator_image(inputs: &mut GenerateInputs, repo: &str, new_ref: &str
             let runs_repo = c
                 .get("image")
                 .and_then(Value::as_str)
-                .is_some_and(|i| repository(i) == repo);
+                .is_some_and(|i| repository_as_written(i) == repo);
             if runs_repo {
                 c["image"] = Value::from(new_ref);
                 n += 1;
@@ -135,20 +106,6 @@ pub fn set_operator_image(inputs: &mut GenerateInputs, repo: &str, new_ref: &str
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn repositories() {
-        assert_eq!(repository("quay.io/x/op:0.1.0"), "quay.io/x/op");
-        assert_eq!(repository("localhost:5000/x/op"), "localhost:5000/x/op");
-        assert_eq!(repository("localhost:5000/x/op:v1"), "localhost:5000/x/op");
-        assert_eq!(
-            repository(
-                "quay.io/x/op@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-            ),
-            "quay.io/x/op"
-        );
-        assert_eq!(repository("controller"), "controller");
-    }
 
     #[test]
     fn operator_image_is_rewritten_only_where_it_runs() {

@@ -100,6 +100,31 @@ pub struct ReleaseConfig {
 }
 
 impl ReleaseConfig {
+    /// The bundle generator's options for this release (plan probes the package name with
+    /// them; generate makes the bundle).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn generate_options(
+        &self,
+        version: &Version,
+        created_at: String,
+        replaces: Option<String>,
+        skips: Vec<String>,
+        skip_range: Option<String>,
+        default_channel: Option<String>,
+    ) -> olmkit_bundle::generate::GenerateOptions {
+        olmkit_bundle::generate::GenerateOptions {
+            version: version.to_string(),
+            package: self.package.clone(),
+            channels: self.channels.clone(),
+            default_channel,
+            replaces,
+            skips,
+            skip_range,
+            created_at,
+            builder: self.builder.clone(),
+        }
+    }
+
     /// Whether this run builds images at all.
     pub fn images_on(&self) -> bool {
         !self.no_images && !self.plan_only

@@ -12,7 +12,6 @@
 //! A version already in the catalog is a re-release: its recorded edges, channels, bundle
 //! image and `createdAt` are reused, so that re-running it regenerates the same bytes.
 
-use crate::generate::{options, repository};
 use crate::{Hinted, ReleaseConfig};
 use olmkit_bundle::generate::{GenerateBundleError, GenerateInputs, generate_bundle};
 use olmkit_bundle::{Bundle, LoadBundleError};
@@ -24,6 +23,7 @@ use olmkit_catalog::release::{
 };
 use olmkit_catalog::render::{RenderBundleError, RenderOptions, render_bundle_release};
 use olmkit_core::epoch::{self, ReadEpochError};
+use olmkit_core::image_ref::repository_as_written;
 use olmkit_image::images::ManagerCommand;
 use semver::Version;
 use serde_json::Value;
@@ -239,7 +239,7 @@ pub fn plan(
     let version = &opened.version;
     let cfg = &opened.catalog.config;
     // The package, from a first generation with the manifests as they are.
-    let probe = options(config, version, String::new(), None, Vec::new(), None, None);
+    let probe = config.generate_options(version, String::new(), None, Vec::new(), None, None);
     let package = generate_bundle(inputs, &probe)
         .map_err(|e| PlanError::Generate(Box::new(e)))?
         .package;
@@ -367,15 +367,17 @@ fn manager_command(inputs: &GenerateInputs) -> Option<ManagerCommand> {
 /// Image names. The manifests' manager image says which containers run the operator; the
 /// release points them at REPO:VERSION (like `kustomize edit set image controller=...`).
 fn image_names(config: &ReleaseConfig, inputs: &GenerateInputs) -> ImageNames {
-    let current_repo = inputs.manager_image().map(repository);
+    let current_repo = inputs
+        .manager_image()
+        .map(|r| repository_as_written(r).to_string());
     let operator_repo = match &config.operator_repo {
-        Some(r) => Some(repository(r)),
+        Some(r) => Some(repository_as_written(r).to_string()),
         None => current_repo.clone(),
     };
     let repo_for = |explicit: &Option<String>, suffix: &str| -> Option<String> {
         explicit
             .as_ref()
-            .map(|r| repository(r))
+            .map(|r| repository_as_written(r).to_string())
             .or_else(|| operator_repo.as_ref().map(|o| format!("{o}{suffix}")))
     };
     ImageNames {

@@ -111,7 +111,7 @@ fn every_real_bundle_renders_like_opm() {
     ] {
         for (dir, image) in bundles(op) {
             for objects in [false, true] {
-                let b = olmkit_catalog::render::render_bundle(
+                let b = olmkit_catalog::render_opm::render_bundle(
                     &dir,
                     &image,
                     &RenderOptions {
@@ -179,7 +179,8 @@ fn authorino_multi_version_crd_gets_both_gvks_and_webhook_data() {
         .into_iter()
         .find(|(d, _)| d.version() == Some("0.13.0"))
         .unwrap();
-    let b = olmkit_catalog::render::render_bundle(&dir, &image, &RenderOptions::default()).unwrap();
+    let b =
+        olmkit_catalog::render_opm::render_bundle(&dir, &image, &RenderOptions::default()).unwrap();
     let gvks = property::gvks(&b.properties);
     let authconfig: Vec<&str> = gvks
         .iter()
@@ -249,7 +250,7 @@ fn node_healthcheck_through_the_semver_template() {
     let mut stable = Vec::new();
     let mut candidate = Vec::new();
     for (dir, image) in &all {
-        source.extend([olmkit_catalog::render::render_bundle(
+        source.extend([olmkit_catalog::render_opm::render_bundle(
             dir,
             image,
             &RenderOptions::default(),

@@ -101,7 +101,7 @@ impl BundleFacts {
         // opm's rules, with one olm.csv.metadata instead of every manifest embedded.
         let mut options = olmkit_catalog::render::RenderOptions::opm();
         options.bundle_objects = false;
-        let rendered = olmkit_catalog::render::render_bundle(
+        let rendered = olmkit_catalog::render_opm::render_bundle(
             dir,
             "bundle-image.invalid/placeholder:latest",
             &options,

@@ -5,7 +5,7 @@
 use crate::olm::InstallMode;
 use olmkit_catalog::declcfg;
 use olmkit_catalog::render::{DeclaredEdges, RenderBundleError, RenderOptions, declared_edges};
-use olmkit_catalog::render_opm::{LoadOpmBundleError, load_bundle_dir_opm, render_bundle_opm};
+use olmkit_catalog::render_opm::{LoadOpmBundleError, load_bundle_dir_opm, render_bundle};
 use serde_json::Value;
 use std::path::Path;
 use thiserror::Error;
@@ -81,13 +81,13 @@ impl BundleToRun {
             dir: shown.clone(),
             reason,
         })?;
-        let fbc = render_bundle_opm(&loaded, image, &RenderOptions::opm()).map_err(|reason| {
+        let fbc = render_bundle(&loaded, image, &RenderOptions::opm()).map_err(|reason| {
             LoadRunBundleError::Render {
                 dir: shown.clone(),
                 reason,
             }
         })?;
-        // render_bundle_opm succeeded, so the CSV is there.
+        // render_bundle succeeded, so the CSV is there.
         let csv = loaded.csv().map(|m| m.object.clone()).unwrap_or_default();
         let version = str_at(&csv, "/spec/version").to_string();
         if version.is_empty() {

@@ -6,7 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use olmkit_bundle::validate::olmv1::{self, Olmv1Bundle, Olmv1Property};
-use olmkit_catalog::render::{RenderOptions, render_bundle};
+use olmkit_catalog::render::RenderOptions;
+use olmkit_catalog::render_opm::render_bundle;
 use olmkit_cluster::olmv1::BundleFacts;
 use olmkit_cluster::olmv1::support::check_olmv1_support;
 use olmkit_core::Report;
