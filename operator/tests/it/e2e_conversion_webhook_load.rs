@@ -226,6 +226,12 @@ enum Outcome {
     Refused {
         retry_after: String,
     },
+    /// The connection closed while the review was still being sent: over HTTP/1.1 the webhook
+    /// answers a refused review (`429`) without reading its body and hangs up, so a client
+    /// still writing 2 MiB can see the hang-up before the answer. kube-apiserver's webhook
+    /// client retries such a reset (`DefaultShouldRetry` in k8s.io/apiserver/pkg/util/webhook
+    /// retries `utilnet.IsConnectionReset` errors), and so do the attackers here.
+    Reset(String),
     /// Anything else (status, what went wrong): counted, then reported.
     Unexpected(String),
 }
@@ -245,6 +251,7 @@ async fn send(
         .await
     {
         Ok(response) => response,
+        Err(e) if hung_up_while_sending(&e) => return Outcome::Reset(format!("{e:?}")),
         Err(e) => return Outcome::Unexpected(format!("request failed: {e:?}")),
     };
     let status = response.status().as_u16();
@@ -282,6 +289,22 @@ async fn send(
         }
         other => Outcome::Unexpected(format!("{other}: {:.300}", answer.to_string())),
     }
+}
+
+/// Whether `e` is the peer closing the connection (broken pipe, reset) while the request was
+/// being sent.
+fn hung_up_while_sending(e: &reqwest::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+            );
+        }
+        source = err.source();
+    }
+    false
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -333,7 +356,9 @@ fn attack(name: &str, concurrent: usize, body: Vec<u8>, expect: Expect) {
                     match send(&client, &base, "probe", small.clone(), Expect::Success).await {
                         Outcome::Answered { .. } => latencies.push(started.elapsed()),
                         Outcome::Refused { .. } => refused += 1,
-                        Outcome::Unexpected(e) => panic!("the well-behaved review got {e}"),
+                        Outcome::Reset(e) | Outcome::Unexpected(e) => {
+                            panic!("the well-behaved review got {e}")
+                        }
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
@@ -363,6 +388,10 @@ fn attack(name: &str, concurrent: usize, body: Vec<u8>, expect: Expect) {
                         Outcome::Answered { bytes } => return Ok((refusals, bytes)),
                         Outcome::Refused { retry_after } => {
                             assert_eq!(retry_after, "1");
+                            refusals += 1;
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                        Outcome::Reset(_) => {
                             refusals += 1;
                             tokio::time::sleep(Duration::from_millis(100)).await;
                         }
