@@ -5,7 +5,7 @@
 //! `common/upstream.rs` for the message-to-rule table).
 //!
 //! This is the one suite allowed to read `../shared`. When the corpus is absent it says so
-//! loudly and skips, except with `CI` set, where that is a failure. `conformance_report`
+//! loudly and skips. `conformance_report`
 //! (ignored; `make conformance` runs it) prints the agreement matrix and the time per bundle.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -42,11 +42,8 @@ fn corpus() -> Option<PathBuf> {
          ====================================================================\n",
         dir.display()
     );
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{banner}CI is set: a missing corpus is a failure"
-    );
-    // Straight to stderr: the test harness captures eprintln!, and a skip must be seen.
+    // The project builds and tests without ../shared: a missing corpus skips (loudly), also in
+    // CI. Straight to stderr: the test harness captures eprintln!, and a skip must be seen.
     let _ = std::io::Write::write_all(&mut std::io::stderr(), banner.as_bytes());
     None
 }
