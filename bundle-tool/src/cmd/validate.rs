@@ -281,7 +281,7 @@ impl Checked {
         }
         let rules = olmkit_bundle::validate::RULES
             .iter()
-            .filter(|(_, suite, _)| suites.iter().any(|s| s == suite))
+            .filter(|r| suites.iter().any(|s| s == r.suite))
             .count();
         let upgrade = match previous {
             Some(p) => format!("; CRD upgrade safety against {}", p.display()),

@@ -1,7 +1,8 @@
 //! Shared plumbing of bundle-tool's library crates.
 //!
 //! Owns what every command needs and nobody should write twice: all-or-nothing output
-//! ([`fsio`]), findings and their text/JSON reports ([`findings`]), YAML/JSON documents with the
+//! ([`fsio`]), findings and their text/JSON reports ([`findings`]), validator rules and the
+//! one-line way checks report them ([`rule`]), YAML/JSON documents with the
 //! input named in every error ([`docs`]), and reproducible timestamps from `SOURCE_DATE_EPOCH`
 //! ([`epoch`]).
 //!
@@ -25,6 +26,8 @@ pub mod goyaml;
 pub mod image_ref;
 pub mod k8s_name;
 pub mod object;
+pub mod rule;
 pub mod version_range;
 
 pub use findings::{Finding, Report, Severity};
+pub use rule::{Findings, Rule, Upstream};

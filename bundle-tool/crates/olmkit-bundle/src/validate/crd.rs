@@ -9,10 +9,12 @@
 //! apiextensions/v1 JSON schema and the Kubernetes schemas of other kinds are bundle-tool's
 //! own checks: Go drops unknown fields when it decodes, so they are warnings unless strict.
 
-use super::{Ctx, hint};
+use super::Ctx;
+use super::rules::{CRD_CONVERSION, CRD_SCHEMA, CRD_VERSIONS, KUBE_SCHEMA};
 use crate::json::{arr_at, str_at};
 use crate::model::Manifest;
 use crate::schemas;
+use olmkit_core::Rule;
 use serde_json::Value;
 
 /// What validation needs to know about a shipped CRD.
@@ -64,7 +66,7 @@ pub(crate) fn crd_facts(manifests: &[Manifest]) -> Vec<CrdFacts<'_>> {
         .collect()
 }
 
-fn schema_findings(ctx: &mut Ctx, m: &Manifest, rule: &str) {
+fn schema_findings(ctx: &mut Ctx, m: &Manifest, rule: &Rule) {
     // Checked as Go decodes the object: `null`s are zero values; unknown fields (a leftover
     // v1beta1 `version` in a v1 CRD) are dropped, so they are warnings even when strict.
     if let Some(result) = schemas::validate_kube(&crate::json::without_nulls(&m.object)) {
@@ -74,17 +76,15 @@ fn schema_findings(ctx: &mut Ctx, m: &Manifest, rule: &str) {
                     let msg = format!("{} {}: {}", m.kind(), m.name(), v.message);
                     if crate::json::is_unknown_field(&v.message) {
                         let msg = format!("{msg} (ignored: Go drops unknown fields)");
-                        ctx.warning(rule, Some(&m.file), Some(&v.path), msg);
+                        ctx.at(Some(&m.file), Some(&v.path)).warning(rule, msg);
                     } else {
-                        ctx.stricter(rule, Some(&m.file), Some(&v.path), msg);
+                        ctx.at(Some(&m.file), Some(&v.path)).stricter(rule, msg);
                     }
                 }
             }
             Err(e) => {
-                ctx.warning(
+                ctx.at(Some(&m.file), None).warning(
                     rule,
-                    Some(&m.file),
-                    None,
                     format!("cannot check against the {} schema: {e}", m.kind()),
                 );
             }
@@ -108,16 +108,7 @@ fn preserve_unknown_fields(ctx: &mut Ctx, m: &Manifest, v1: bool) {
         } else {
             ""
         };
-        let f = ctx.error(
-            "crd-versions",
-            Some(&m.file),
-            Some("spec.preserveUnknownFields"),
-            format!("CRD {}: spec.preserveUnknownFields: Invalid value: true{defaulted}: cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead", m.name()),
-        );
-        hint(
-            f,
-            "set spec.preserveUnknownFields: false, or better migrate the CRD to apiextensions.k8s.io/v1",
-        );
+        ctx.at(Some(&m.file), Some("spec.preserveUnknownFields")).error(&CRD_VERSIONS, format!("CRD {}: spec.preserveUnknownFields: Invalid value: true{defaulted}: cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead", m.name())).hint("set spec.preserveUnknownFields: false, or better migrate the CRD to apiextensions.k8s.io/v1");
     }
 }
 
@@ -208,12 +199,8 @@ fn spec_names(ctx: &mut Ctx, m: &Manifest) {
         }
     }
     for (path, p) in problems {
-        ctx.error(
-            "crd-versions",
-            file,
-            Some(&path),
-            format!("CRD {}: {path}: {p}", m.name()),
-        );
+        ctx.at(file, Some(&path))
+            .error(&CRD_VERSIONS, format!("CRD {}: {path}: {p}", m.name()));
     }
 }
 
@@ -223,7 +210,7 @@ pub(crate) fn check(ctx: &mut Ctx) {
     for m in &b.manifests {
         match m.kind() {
             crate::kinds::CRD | crate::kinds::CSV => {}
-            _ => schema_findings(ctx, m, "kube-schema"),
+            _ => schema_findings(ctx, m, &KUBE_SCHEMA),
         }
     }
     let crds = crd_facts(&b.manifests);
@@ -244,16 +231,14 @@ pub(crate) fn check(ctx: &mut Ctx) {
         let v1 = m.api_version() == "apiextensions.k8s.io/v1";
         if !v1 && m.api_version() != "apiextensions.k8s.io/v1beta1" {
             // operator-framework/api `loadBundle`: "unsupported CRD version".
-            ctx.error(
-                "crd-versions",
-                file,
-                Some("apiVersion"),
+            ctx.at(file, Some("apiVersion")).error(
+                &CRD_VERSIONS,
                 format!("unsupported CRD version {:?}", m.api_version()),
             );
             continue;
         }
         if v1 {
-            schema_findings(ctx, m, "crd-schema");
+            schema_findings(ctx, m, &CRD_SCHEMA);
         }
         preserve_unknown_fields(ctx, m, v1);
         spec_names(ctx, m);
@@ -261,10 +246,8 @@ pub(crate) fn check(ctx: &mut Ctx) {
             let plural = str_at(&m.object, "/spec/names/plural").unwrap_or("");
             let want = format!("{plural}.{}", crd.group);
             if crd.name != want {
-                ctx.error(
-                    "crd-versions",
-                    file,
-                    Some("metadata.name"),
+                ctx.at(file, Some("metadata.name")).error(
+                    &CRD_VERSIONS,
                     format!(
                         "CRD name {:?} must be <plural>.<group> = {want:?}",
                         crd.name
@@ -273,29 +256,19 @@ pub(crate) fn check(ctx: &mut Ctx) {
             }
         }
         if crd.versions.is_empty() {
-            ctx.error(
-                "crd-versions",
-                file,
-                Some("spec.versions"),
-                format!("CRD {} lists no versions", crd.name),
-            );
+            ctx.at(file, Some("spec.versions"))
+                .error(&CRD_VERSIONS, format!("CRD {} lists no versions", crd.name));
             continue;
         }
         let storage: Vec<&str> = crd.versions.iter().filter(|v| v.2).map(|v| v.0).collect();
         match storage.len() {
             1 => {}
             0 => {
-                let f = ctx.error("crd-versions", file, Some("spec.versions"), format!("CRD {} has no storage version; exactly one version must have storage: true", crd.name));
-                hint(
-                    f,
-                    "mark the hub version with storage: true (kubebuilder: +kubebuilder:storageversion)",
-                );
+                ctx.at(file, Some("spec.versions")).error(&CRD_VERSIONS, format!("CRD {} has no storage version; exactly one version must have storage: true", crd.name)).hint("mark the hub version with storage: true (kubebuilder: +kubebuilder:storageversion)");
             }
             _ => {
-                ctx.error(
-                    "crd-versions",
-                    file,
-                    Some("spec.versions"),
+                ctx.at(file, Some("spec.versions")).error(
+                    &CRD_VERSIONS,
                     format!(
                         "CRD {} has {} storage versions ({}); exactly one is allowed",
                         crd.name,
@@ -306,35 +279,18 @@ pub(crate) fn check(ctx: &mut Ctx) {
             }
         }
         if !crd.versions.iter().any(|v| v.1) {
-            ctx.error(
-                "crd-versions",
-                file,
-                Some("spec.versions"),
-                format!("CRD {} serves no version", crd.name),
-            );
+            ctx.at(file, Some("spec.versions"))
+                .error(&CRD_VERSIONS, format!("CRD {} serves no version", crd.name));
         }
         for (i, v) in crd.versions.iter().enumerate() {
             if crd.versions[..i].iter().any(|w| w.0 == v.0) {
-                ctx.error(
-                    "crd-versions",
-                    file,
-                    Some(&format!("spec.versions[{i}].name")),
-                    format!("version {} is listed twice", v.0),
-                );
+                ctx.at(file, Some(&format!("spec.versions[{i}].name")))
+                    .error(&CRD_VERSIONS, format!("version {} is listed twice", v.0));
             }
         }
         if crd.conversion_webhook && !webhook_crds.iter().any(|n| n == crd.name) {
             // operator-sdk accepts it; OLM installs the CRD with a webhook nobody serves.
-            let f = ctx.stricter(
-                "crd-conversion",
-                file,
-                Some("spec.conversion.strategy"),
-                format!("CRD {} converts with a webhook, but no ConversionWebhook in the CSV's webhookdefinitions lists it in conversionCRDs; OLM would install it with a webhook nobody serves", crd.name),
-            );
-            hint(
-                f,
-                "regenerate the bundle with `bundle-tool generate bundle` (it derives the webhook definition from the CRD and its Service)",
-            );
+            ctx.at(file, Some("spec.conversion.strategy")).stricter(&CRD_CONVERSION, format!("CRD {} converts with a webhook, but no ConversionWebhook in the CSV's webhookdefinitions lists it in conversionCRDs; OLM would install it with a webhook nobody serves", crd.name)).hint("regenerate the bundle with `bundle-tool generate bundle` (it derives the webhook definition from the CRD and its Service)");
         }
         if crd.conversion_webhook
             && v1
@@ -344,10 +300,12 @@ pub(crate) fn check(ctx: &mut Ctx) {
             )
             .is_empty()
         {
-            ctx.error(
-                "crd-conversion",
+            ctx.at(
                 file,
                 Some("spec.conversion.webhook.conversionReviewVersions"),
+            )
+            .error(
+                &CRD_CONVERSION,
                 "a webhook conversion needs conversionReviewVersions (e.g. [v1])",
             );
         }

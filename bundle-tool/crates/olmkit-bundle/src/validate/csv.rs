@@ -7,12 +7,18 @@
 //! what OLM checks when it installs webhooks are bundle-tool's own: warnings, errors with
 //! `suite=strict`.
 
+use super::Ctx;
 use super::crd::crd_facts;
 use super::format::parse_tolerant;
-use super::{Ctx, hint};
+use super::rules::{
+    CSV_ANNOTATIONS, CSV_EXAMPLES, CSV_INSTALL_MODES, CSV_MIN_KUBE_VERSION, CSV_NAME,
+    CSV_OWNED_CRDS, CSV_PACKAGE, CSV_REPLACES, CSV_REQUIRED, CSV_SCHEMA, CSV_SKIP_RANGE, CSV_SKIPS,
+    CSV_VERSION, CSV_WEBHOOKS,
+};
 use crate::json::{arr_at, str_at};
 use crate::naming::{package_of_csv_name, parse_csv_name};
 use crate::schemas;
+use olmkit_core::Rule;
 use olmkit_core::version_range::VersionRange;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -55,22 +61,19 @@ fn schema(ctx: &mut Ctx, file: &str) {
                     continue;
                 }
                 if crate::json::is_unknown_field(&v.message) {
-                    ctx.warning(
-                        "csv-schema",
-                        Some(file),
-                        Some(&v.path),
+                    ctx.at(Some(file), Some(&v.path)).warning(
+                        &CSV_SCHEMA,
                         format!("{} (ignored: Go drops unknown fields)", v.message),
                     );
                 } else {
-                    ctx.stricter("csv-schema", Some(file), Some(&v.path), v.message);
+                    ctx.at(Some(file), Some(&v.path))
+                        .stricter(&CSV_SCHEMA, v.message);
                 }
             }
         }
         Err(e) => {
-            ctx.warning(
-                "csv-schema",
-                Some(file),
-                None,
+            ctx.at(Some(file), None).warning(
+                &CSV_SCHEMA,
                 format!("cannot check against the CSV schema: {e}"),
             );
         }
@@ -84,26 +87,18 @@ fn names(ctx: &mut Ctx, file: &str) {
     // operator-framework/api `parseCSVNameFormat`: a DNS-1123 subdomain that is also a valid
     // label value (OLM copies it into labels, so at most 63 characters).
     if let Some(p) = csv_name_problem(name) {
-        ctx.error(
-            "csv-name",
-            f,
-            Some("metadata.name"),
-            format!("metadata.name {name:?} is invalid: {p}"),
-        );
+        ctx.at(f, Some("metadata.name"))
+            .error(&CSV_NAME, format!("metadata.name {name:?} is invalid: {p}"));
     }
     let parsed = match parse_csv_name(name) {
         Ok(p) => Some(p),
         Err(e) if csv_name_problem(name).is_none() => {
-            let fi = ctx.warning(
-                "csv-name",
-                f,
-                Some("metadata.name"),
-                format!("metadata.name {e}; the convention is <operator>.v<semver>"),
-            );
-            hint(
-                fi,
-                "name the CSV <package>.v<semver>, e.g. memcached-operator.v0.1.0",
-            );
+            ctx.at(f, Some("metadata.name"))
+                .warning(
+                    &CSV_NAME,
+                    format!("metadata.name {e}; the convention is <operator>.v<semver>"),
+                )
+                .hint("name the CSV <package>.v<semver>, e.g. memcached-operator.v0.1.0");
             None
         }
         Err(_) => None,
@@ -114,29 +109,23 @@ fn names(ctx: &mut Ctx, file: &str) {
         Some(Value::String(v)) => match semver::Version::parse(v) {
             Ok(v) => Some(v),
             Err(e) => {
-                ctx.error(
-                    "csv-version",
-                    f,
-                    Some("spec.version"),
+                ctx.at(f, Some("spec.version")).error(
+                    &CSV_VERSION,
                     format!("spec.version {v:?} is not a semantic version: {e}"),
                 );
                 None
             }
         },
         None | Some(Value::Null) => {
-            ctx.stricter(
-                "csv-version",
-                f,
-                Some("spec.version"),
+            ctx.at(f, Some("spec.version")).stricter(
+                &CSV_VERSION,
                 "spec.version is not set: OLM orders bundles by it",
             );
             None
         }
         Some(other) => {
-            ctx.error(
-                "csv-version",
-                f,
-                Some("spec.version"),
+            ctx.at(f, Some("spec.version")).error(
+                &CSV_VERSION,
                 format!(
                     "spec.version must be a string, found {}",
                     crate::json::type_name(other)
@@ -148,12 +137,7 @@ fn names(ctx: &mut Ctx, file: &str) {
     if let (Some((_, nv)), Some(v)) = (&parsed, &version)
         && nv != v
     {
-        ctx.warning(
-            "csv-version",
-            f,
-            Some("spec.version"),
-            format!("spec.version {v} differs from the version in metadata.name ({nv}); OLM uses spec.version, people read the name"),
-        );
+        ctx.at(f, Some("spec.version")).warning(&CSV_VERSION, format!("spec.version {v} differs from the version in metadata.name ({nv}); OLM uses spec.version, people read the name"));
     }
     let package = ctx.bundle.package().map(str::to_string);
     let own_package = package_of_csv_name(name).to_string();
@@ -161,12 +145,7 @@ fn names(ctx: &mut Ctx, file: &str) {
         && op != pkg
         && own_package != *pkg
     {
-        ctx.warning(
-            "csv-package",
-            f,
-            Some("metadata.name"),
-            format!("CSV name {name:?} does not start with the package name {pkg:?}; the convention is <package>.v<version>"),
-        );
+        ctx.at(f, Some("metadata.name")).warning(&CSV_PACKAGE, format!("CSV name {name:?} does not start with the package name {pkg:?}; the convention is <package>.v<version>"));
     }
     // Upgrade edges name CSVs, whose names need not start with the package name: compare
     // with this CSV's own operator part.
@@ -178,39 +157,23 @@ fn names(ctx: &mut Ctx, file: &str) {
         .filter(|s| !s.is_empty())
     {
         if let Some(p) = csv_name_problem(r) {
-            ctx.error(
-                "csv-replaces",
-                f,
-                Some("spec.replaces"),
+            ctx.at(f, Some("spec.replaces")).error(
+                &CSV_REPLACES,
                 format!("spec.replaces {r:?} is invalid: {p}"),
             );
         }
         match parse_csv_name(r) {
             Err(e) => {
-                ctx.stricter(
-                    "csv-replaces",
-                    f,
-                    Some("spec.replaces"),
-                    format!("spec.replaces {e}"),
-                );
+                ctx.at(f, Some("spec.replaces"))
+                    .stricter(&CSV_REPLACES, format!("spec.replaces {e}"));
             }
             Ok(_) => {
                 if r == name {
-                    ctx.stricter(
-                        "csv-replaces",
-                        f,
-                        Some("spec.replaces"),
-                        format!("the CSV replaces itself ({r})"),
-                    );
+                    ctx.at(f, Some("spec.replaces"))
+                        .stricter(&CSV_REPLACES, format!("the CSV replaces itself ({r})"));
                 }
                 if package_of_csv_name(r) != pkg_for_edges {
-                    let fi = ctx.warning(
-                        "csv-replaces",
-                        f,
-                        Some("spec.replaces"),
-                        format!("spec.replaces {r:?} does not share this CSV's operator name {pkg_for_edges:?}; check it names a CSV of the same package"),
-                    );
-                    hint(fi, format!("usually {pkg_for_edges}.v<previous version>"));
+                    ctx.at(f, Some("spec.replaces")).warning(&CSV_REPLACES, format!("spec.replaces {r:?} does not share this CSV's operator name {pkg_for_edges:?}; check it names a CSV of the same package")).hint(format!("usually {pkg_for_edges}.v<previous version>"));
                 }
             }
         }
@@ -219,28 +182,17 @@ fn names(ctx: &mut Ctx, file: &str) {
         let path = format!("spec.skips[{i}]");
         match s.as_str() {
             None | Some("") => {
-                ctx.stricter(
-                    "csv-skips",
-                    f,
-                    Some(&path),
-                    "skips entries must be non-empty CSV names",
-                );
+                ctx.at(f, Some(&path))
+                    .stricter(&CSV_SKIPS, "skips entries must be non-empty CSV names");
             }
             Some(s) => {
                 if parse_csv_name(s).is_err() {
-                    ctx.warning(
-                        "csv-skips",
-                        f,
-                        Some(&path),
+                    ctx.at(f, Some(&path)).warning(
+                        &CSV_SKIPS,
                         format!("{s:?} is not shaped <package>.v<semver>"),
                     );
                 } else if package_of_csv_name(s) != pkg_for_edges {
-                    ctx.warning(
-                        "csv-skips",
-                        f,
-                        Some(&path),
-                        format!("{s:?} does not share this CSV's operator name {pkg_for_edges:?}; check it names a CSV of the same package"),
-                    );
+                    ctx.at(f, Some(&path)).warning(&CSV_SKIPS, format!("{s:?} does not share this CSV's operator name {pkg_for_edges:?}; check it names a CSV of the same package"));
                 }
             }
         }
@@ -249,16 +201,7 @@ fn names(ctx: &mut Ctx, file: &str) {
         && let Err(e) = VersionRange::parse(r)
     {
         // operator-sdk does not parse it; OLM and opm refuse the bundle's upgrade edges.
-        let fi = ctx.stricter(
-            "csv-skip-range",
-            f,
-            Some("metadata.annotations.olm.skipRange"),
-            format!("invalid skipRange {r:?}: {e}"),
-        );
-        hint(
-            fi,
-            "OLM parses it with blang/semver: full versions joined by spaces and ||, e.g. '>=0.1.0 <0.2.0'",
-        );
+        ctx.at(f, Some("metadata.annotations.olm.skipRange")).stricter(&CSV_SKIP_RANGE, format!("invalid skipRange {r:?}: {e}")).hint("OLM parses it with blang/semver: full versions joined by spaces and ||, e.g. '>=0.1.0 <0.2.0'");
     }
 }
 
@@ -269,12 +212,8 @@ fn annotations(ctx: &mut Ctx, file: &str) {
         .pointer("/metadata/annotations")
         .and_then(Value::as_object)
     else {
-        ctx.warning(
-            "csv-examples",
-            f,
-            Some("metadata.annotations"),
-            "annotations not found (no alm-examples)",
-        );
+        ctx.at(f, Some("metadata.annotations"))
+            .warning(&CSV_EXAMPLES, "annotations not found (no alm-examples)");
         return;
     };
     for key in ann.keys() {
@@ -282,20 +221,16 @@ fn annotations(ctx: &mut Ctx, file: &str) {
             .iter()
             .find(|k| k.eq_ignore_ascii_case(key) && **k != key)
         {
-            ctx.error(
-                "csv-annotations",
-                f,
-                Some(&format!("metadata.annotations.{key}")),
-                format!("provided annotation {key} uses wrong case and should be {want} instead"),
-            );
+            ctx.at(f, Some(&format!("metadata.annotations.{key}")))
+                .error(
+                    &CSV_ANNOTATIONS,
+                    format!(
+                        "provided annotation {key} uses wrong case and should be {want} instead"
+                    ),
+                );
         }
         if key == "olm.properties" {
-            ctx.warning(
-                "csv-annotations",
-                f,
-                Some("metadata.annotations.olm.properties"),
-                "found olm.properties annotation, please define these properties in metadata/properties.yaml instead",
-            );
+            ctx.at(f, Some("metadata.annotations.olm.properties")).warning(&CSV_ANNOTATIONS, "found olm.properties annotation, please define these properties in metadata/properties.yaml instead");
         }
     }
 }
@@ -305,36 +240,23 @@ pub(crate) const MIN_KUBE_NOT_INFORMED: &str = "csv.Spec.minKubeVersion is not i
 
 /// operator-framework/api `validateMinKubeVersion`: a warning when empty, an error when blang
 /// `semver.Parse` (strict: `1.25` and `v1.25.0` fail) refuses it.
-pub(crate) fn min_kube_findings(ctx: &mut Ctx, file: &str, rule: &str) {
+pub(crate) fn min_kube_findings(ctx: &mut Ctx, file: &str, rule: &Rule) {
     match str_at(ctx.csv_obj(), "/spec/minKubeVersion") {
         None => {
-            ctx.warning(
-                rule,
-                Some(file),
-                Some("spec.minKubeVersion"),
-                MIN_KUBE_NOT_INFORMED,
-            );
+            ctx.at(Some(file), Some("spec.minKubeVersion"))
+                .warning(rule, MIN_KUBE_NOT_INFORMED);
         }
         Some(v) if v.trim().is_empty() => {
-            ctx.warning(
-                rule,
-                Some(file),
-                Some("spec.minKubeVersion"),
-                MIN_KUBE_NOT_INFORMED,
-            );
+            ctx.at(Some(file), Some("spec.minKubeVersion"))
+                .warning(rule, MIN_KUBE_NOT_INFORMED);
         }
         Some(v) if semver::Version::parse(v).is_err() => {
-            let fi = ctx.error(
+            let fi = ctx.at(Some(file), Some("spec.minKubeVersion")).error(
                 rule,
-                Some(file),
-                Some("spec.minKubeVersion"),
                 format!("csv.Spec.MinKubeVersion has an invalid value: {v}"),
             );
             if parse_tolerant(v).is_some() {
-                hint(
-                    fi,
-                    "write all three parts, e.g. 1.25.0 (operator-sdk parses it strictly)",
-                );
+                fi.hint("write all three parts, e.g. 1.25.0 (operator-sdk parses it strictly)");
             }
         }
         Some(_) => {}
@@ -342,7 +264,7 @@ pub(crate) fn min_kube_findings(ctx: &mut Ctx, file: &str, rule: &str) {
 }
 
 fn min_kube(ctx: &mut Ctx, file: &str) {
-    min_kube_findings(ctx, file, "csv-min-kube-version");
+    min_kube_findings(ctx, file, &CSV_MIN_KUBE_VERSION);
 }
 
 fn install_modes(ctx: &mut Ctx, file: &str) {
@@ -350,16 +272,7 @@ fn install_modes(ctx: &mut Ctx, file: &str) {
     let f = Some(file);
     let modes = arr_at(csv, "/spec/installModes");
     if modes.is_empty() {
-        let fi = ctx.error(
-            "csv-install-modes",
-            f,
-            Some("spec.installModes"),
-            "install modes not found",
-        );
-        hint(
-            fi,
-            "list OwnNamespace, SingleNamespace, MultiNamespace and AllNamespaces with supported: true/false",
-        );
+        ctx.at(f, Some("spec.installModes")).error(&CSV_INSTALL_MODES, "install modes not found").hint("list OwnNamespace, SingleNamespace, MultiNamespace and AllNamespaces with supported: true/false");
         return;
     }
     let mut seen = BTreeSet::new();
@@ -368,47 +281,26 @@ fn install_modes(ctx: &mut Ctx, file: &str) {
         let t = str_at(m, "/type").unwrap_or("");
         // Upstream never reports duplicates (its set is never filled) nor unknown types.
         if !seen.insert(t) {
-            ctx.stricter(
-                "csv-install-modes",
-                f,
-                Some(&format!("spec.installModes[{i}]")),
-                format!("duplicate install mode {t}"),
-            );
+            ctx.at(f, Some(&format!("spec.installModes[{i}]")))
+                .stricter(&CSV_INSTALL_MODES, format!("duplicate install mode {t}"));
         }
         if !INSTALL_MODES.contains(&t) {
-            ctx.stricter(
-                "csv-install-modes",
-                f,
-                Some(&format!("spec.installModes[{i}].type")),
-                format!("unknown install mode {t:?}"),
-            );
+            ctx.at(f, Some(&format!("spec.installModes[{i}].type")))
+                .stricter(&CSV_INSTALL_MODES, format!("unknown install mode {t:?}"));
         }
         if m.get("supported") == Some(&Value::Bool(true)) {
             supported.insert(t);
         }
     }
     if supported.is_empty() {
-        ctx.error(
-            "csv-install-modes",
-            f,
-            Some("spec.installModes"),
-            "none of InstallModeTypes are supported",
-        );
+        ctx.at(f, Some("spec.installModes"))
+            .error(&CSV_INSTALL_MODES, "none of InstallModeTypes are supported");
     }
     let has_conversion = arr_at(csv, "/spec/webhookdefinitions")
         .iter()
         .any(|w| !arr_at(w, "/conversionCRDs").is_empty());
     if has_conversion && supported.iter().any(|t| *t != "AllNamespaces") {
-        let fi = ctx.error(
-            "csv-install-modes",
-            f,
-            Some("spec.installModes"),
-            "only AllNamespaces InstallModeType is supported when conversionCRDs is present",
-        );
-        hint(
-            fi,
-            "a CRD is cluster-wide, so its conversion webhook must serve every namespace; set supported: false on the other modes",
-        );
+        ctx.at(f, Some("spec.installModes")).error(&CSV_INSTALL_MODES, "only AllNamespaces InstallModeType is supported when conversionCRDs is present").hint("a CRD is cluster-wide, so its conversion webhook must serve every namespace; set supported: false on the other modes");
     }
 }
 
@@ -443,10 +335,8 @@ fn examples(ctx: &mut Ctx, file: &str) {
     let Some(ann) = ann else { return };
     let (text, key) = match (ann.get("alm-examples"), ann.get("olm.examples")) {
         (Some(a), Some(_)) => {
-            ctx.warning(
-                "csv-examples",
-                f,
-                Some("metadata.annotations"),
+            ctx.at(f, Some("metadata.annotations")).warning(
+                &CSV_EXAMPLES,
                 "both `alm-examples` and `olm.examples` are present. Checking only `alm-examples`",
             );
             (a, "alm-examples")
@@ -454,23 +344,15 @@ fn examples(ctx: &mut Ctx, file: &str) {
         (Some(a), None) => (a, "alm-examples"),
         (None, Some(o)) => (o, "olm.examples"),
         (None, None) => {
-            ctx.warning(
-                "csv-examples",
-                f,
-                Some("metadata.annotations"),
-                "example annotations not found",
-            );
+            ctx.at(f, Some("metadata.annotations"))
+                .warning(&CSV_EXAMPLES, "example annotations not found");
             return;
         }
     };
     let path = format!("metadata.annotations.{key}");
     let Some(text) = text.as_str() else {
-        ctx.error(
-            "csv-examples",
-            f,
-            Some(&path),
-            "must be a string holding a JSON list",
-        );
+        ctx.at(f, Some(&path))
+            .error(&CSV_EXAMPLES, "must be a string holding a JSON list");
         return;
     };
     // operator-framework/api `validateExamplesAnnotations`: the text must be JSON
@@ -486,26 +368,23 @@ fn examples(ctx: &mut Ctx, file: &str) {
             )
         })
     };
-    let list = match parsed {
-        Ok(Value::Array(a)) if a.iter().all(Value::is_object) => a,
-        Ok(other) => {
-            ctx.error(
-                "csv-examples",
-                f,
-                Some(&path),
-                format!(
+    let list =
+        match parsed {
+            Ok(Value::Array(a)) if a.iter().all(Value::is_object) => a,
+            Ok(other) => {
+                ctx.at(f, Some(&path)).error(&CSV_EXAMPLES, format!(
                     "error decoding example CustomResource: expected a list of objects, found {}",
                     crate::json::type_name(&other)
-                ),
-            );
-            return;
-        }
-        Err(msg) => {
-            let fi = ctx.error("csv-examples", f, Some(&path), msg);
-            hint(fi, "alm-examples must be a JSON list of custom resources");
-            return;
-        }
-    };
+                ));
+                return;
+            }
+            Err(msg) => {
+                ctx.at(f, Some(&path))
+                    .error(&CSV_EXAMPLES, msg)
+                    .hint("alm-examples must be a JSON list of custom resources");
+                return;
+            }
+        };
     let mut provided: BTreeSet<(String, String, String)> = owned_keys(csv)
         .into_iter()
         .map(|(_, g, v, k)| (g, v, k))
@@ -524,25 +403,14 @@ fn examples(ctx: &mut Ctx, file: &str) {
         let (g, v) = api.split_once('/').unwrap_or(("", api));
         let key = (g.to_string(), v.to_string(), kind.to_string());
         if !provided.contains(&key) {
-            let fi = ctx.error(
-                "csv-examples",
-                f,
-                Some(&format!("{path}[{i}]")),
-                format!("example {api} {kind} must have a provided API (an owned CRD version of the CSV)"),
-            );
-            hint(
-                fi,
-                "add the CRD version to spec.customresourcedefinitions.owned or fix the example's apiVersion/kind",
-            );
+            ctx.at(f, Some(&format!("{path}[{i}]"))).error(&CSV_EXAMPLES, format!("example {api} {kind} must have a provided API (an owned CRD version of the CSV)")).hint("add the CRD version to spec.customresourcedefinitions.owned or fix the example's apiVersion/kind");
         }
         seen.insert(key);
     }
     for (g, v, k) in provided {
         if !seen.contains(&(g.clone(), v.clone(), k.clone())) {
-            ctx.warning(
-                "csv-examples",
-                f,
-                Some(&path),
+            ctx.at(f, Some(&path)).warning(
+                &CSV_EXAMPLES,
                 format!("provided API {g}/{v} {k} should have an example annotation"),
             );
         }
@@ -554,28 +422,20 @@ fn required(ctx: &mut Ctx, file: &str) {
     let f = Some(file);
     // operator-framework/api `validateVersionKind`.
     if str_at(csv, "/apiVersion").is_none_or(str::is_empty) {
-        ctx.error(
-            "csv-required",
-            f,
-            Some("apiVersion"),
-            "'apiVersion' is missing",
-        );
+        ctx.at(f, Some("apiVersion"))
+            .error(&CSV_REQUIRED, "'apiVersion' is missing");
     }
     // operator-framework/api `checkEmptyFields`: fields without `omitempty` must not be zero.
     match str_at(csv, "/spec/displayName") {
         None | Some("") => {
-            ctx.error(
-                "csv-required",
-                f,
-                Some("spec.displayName"),
+            ctx.at(f, Some("spec.displayName")).error(
+                &CSV_REQUIRED,
                 "required field missing: Spec.DisplayName (OperatorHub and the console show it)",
             );
         }
         Some(s) if s.trim().is_empty() => {
-            ctx.stricter(
-                "csv-required",
-                f,
-                Some("spec.displayName"),
+            ctx.at(f, Some("spec.displayName")).stricter(
+                &CSV_REQUIRED,
                 "spec.displayName is blank: OperatorHub and the console show it",
             );
         }
@@ -584,15 +444,13 @@ fn required(ctx: &mut Ctx, file: &str) {
     match str_at(csv, "/spec/install/strategy") {
         Some("deployment") => {}
         None | Some("") => {
-            ctx.error(
-                "csv-required",
-                f,
-                Some("spec.install.strategy"),
+            ctx.at(f, Some("spec.install.strategy")).error(
+                &CSV_REQUIRED,
                 "required field missing: Spec.InstallStrategy.StrategyName (deployment)",
             );
         }
         Some(other) => {
-            ctx.stricter("csv-required", f, Some("spec.install.strategy"), format!("install strategy {other:?} is not supported; OLM installs the \"deployment\" strategy"));
+            ctx.at(f, Some("spec.install.strategy")).stricter(&CSV_REQUIRED, format!("install strategy {other:?} is not supported; OLM installs the \"deployment\" strategy"));
         }
     }
     let install_spec_set = csv
@@ -604,10 +462,8 @@ fn required(ctx: &mut Ctx, file: &str) {
             .pointer("/spec/install/spec/deployments")
             .is_none_or(Value::is_null)
     {
-        ctx.error(
-            "csv-required",
-            f,
-            Some("spec.install.spec.deployments"),
+        ctx.at(f, Some("spec.install.spec.deployments")).error(
+            &CSV_REQUIRED,
             "required field missing: Spec.InstallStrategy.StrategySpec.DeploymentSpecs",
         );
     }
@@ -623,12 +479,11 @@ fn owned_crds(ctx: &mut Ctx, file: &str) {
         for (v, _, _) in &crd.versions {
             let key = (crd.group.to_string(), v.to_string(), crd.kind.to_string());
             if shipped.insert(key.clone(), 0).is_some() {
-                ctx.error(
-                    "csv-owned-crds",
-                    Some(&crd.manifest.file),
-                    Some("spec.versions"),
-                    format!("duplicate CRD {}/{} {} in bundle", key.0, key.1, key.2),
-                );
+                ctx.at(Some(&crd.manifest.file), Some("spec.versions"))
+                    .error(
+                        &CSV_OWNED_CRDS,
+                        format!("duplicate CRD {}/{} {} in bundle", key.0, key.1, key.2),
+                    );
             }
         }
     }
@@ -643,19 +498,15 @@ fn owned_crds(ctx: &mut Ctx, file: &str) {
             .and_then(|o| str_at(o, "/name"))
             .unwrap_or("");
         if !name.contains('.') {
-            ctx.error(
-                "csv-owned-crds",
-                f,
-                Some(&format!("{path}.name")),
+            ctx.at(f, Some(&format!("{path}.name"))).error(
+                &CSV_OWNED_CRDS,
                 format!("{name:?} is not a CRD name (<plural>.<group>)"),
             );
             continue;
         }
         if !owned_set.insert((g.clone(), v.clone(), k.clone())) {
-            ctx.warning(
-                "csv-owned-crds",
-                f,
-                Some(&path),
+            ctx.at(f, Some(&path)).warning(
+                &CSV_OWNED_CRDS,
                 format!("owned CRD {name} {v} {k} is listed twice"),
             );
         }
@@ -663,16 +514,14 @@ fn owned_crds(ctx: &mut Ctx, file: &str) {
             *n += 1;
             owned_found_kinds.insert((g.clone(), k.clone()));
         } else {
-            let fi = ctx.error(
-                "csv-owned-crds",
-                f,
-                Some(&path),
-                format!("owned CRD \"{g}/{v}, Kind={k}\" not found in bundle"),
-            );
-            hint(
-                fi,
-                "ship the CRD (with that version and kind) in manifests/, or remove the entry",
-            );
+            ctx.at(f, Some(&path))
+                .error(
+                    &CSV_OWNED_CRDS,
+                    format!("owned CRD \"{g}/{v}, Kind={k}\" not found in bundle"),
+                )
+                .hint(
+                    "ship the CRD (with that version and kind) in manifests/, or remove the entry",
+                );
         }
     }
     // operator-framework/api `validateOwnedCRDs`: every version of a shipped CRD whose
@@ -682,30 +531,16 @@ fn owned_crds(ctx: &mut Ctx, file: &str) {
         let gk = (crd.group.to_string(), crd.kind.to_string());
         if !owned_found_kinds.contains(&gk) {
             for (v, _, _) in &crd.versions {
-                let fi = ctx.error(
-                    "csv-owned-crds",
-                    Some(&crd.manifest.file),
-                    None,
-                    format!(
+                ctx.at(Some(&crd.manifest.file), None).error(&CSV_OWNED_CRDS, format!(
                         "CRD \"{}/{v}, Kind={}\" is present in bundle but not defined in CSV",
                         crd.group, crd.kind
-                    ),
-                );
-                hint(
-                    fi,
-                    "list it in spec.customresourcedefinitions.owned, or drop the CRD from the bundle",
-                );
+                    )).hint("list it in spec.customresourcedefinitions.owned, or drop the CRD from the bundle");
             }
             continue;
         }
         for (v, served, _) in &crd.versions {
             if *served && !owned_set.contains(&(gk.0.clone(), v.to_string(), gk.1.clone())) {
-                ctx.warning(
-                    "csv-owned-crds",
-                    f,
-                    Some("spec.customresourcedefinitions.owned"),
-                    format!("served version {v} of CRD {} is not listed in owned CRDs; the console will not offer it", crd.name),
-                );
+                ctx.at(f, Some("spec.customresourcedefinitions.owned")).warning(&CSV_OWNED_CRDS, format!("served version {v} of CRD {} is not listed in owned CRDs; the console will not offer it", crd.name));
             }
         }
     }
@@ -732,33 +567,20 @@ fn webhooks(ctx: &mut Ctx, file: &str) {
         let gname = str_at(w, "/generateName").unwrap_or("");
         let wtype = str_at(w, "/type").unwrap_or("");
         if let Some(prev) = names.insert(gname.to_string(), i) {
-            ctx.stricter(
-                "csv-webhooks",
-                f,
-                Some(&format!("{base}.generateName")),
+            ctx.at(f, Some(&format!("{base}.generateName"))).stricter(
+                &CSV_WEBHOOKS,
                 format!("generateName {gname:?} is also used by webhookdefinitions[{prev}]"),
             );
         }
         let dep = str_at(w, "/deploymentName").unwrap_or("");
         if !deployments.contains(dep) {
-            let fi = ctx.stricter(
-                "csv-webhooks",
-                f,
-                Some(&format!("{base}.deploymentName")),
-                format!("webhook {gname} is served by deployment {dep:?}, which is not one of the CSV's install deployments"),
-            );
-            hint(
-                fi,
-                "OLM creates <deploymentName>-service and mounts the webhook certificate into that deployment",
-            );
+            ctx.at(f, Some(&format!("{base}.deploymentName"))).stricter(&CSV_WEBHOOKS, format!("webhook {gname} is served by deployment {dep:?}, which is not one of the CSV's install deployments")).hint("OLM creates <deploymentName>-service and mounts the webhook certificate into that deployment");
         }
         if let Some(p) = w.get("containerPort").and_then(Value::as_i64)
             && !(1..=65535).contains(&p)
         {
-            ctx.stricter(
-                "csv-webhooks",
-                f,
-                Some(&format!("{base}.containerPort")),
+            ctx.at(f, Some(&format!("{base}.containerPort"))).stricter(
+                &CSV_WEBHOOKS,
                 format!("containerPort {p} is not a port number"),
             );
         }
@@ -766,41 +588,31 @@ fn webhooks(ctx: &mut Ctx, file: &str) {
             "ConversionWebhook" => {
                 let conv = arr_at(w, "/conversionCRDs");
                 if conv.is_empty() {
-                    ctx.stricter(
-                        "csv-webhooks",
-                        f,
-                        Some(&format!("{base}.conversionCRDs")),
+                    ctx.at(f, Some(&format!("{base}.conversionCRDs"))).stricter(
+                        &CSV_WEBHOOKS,
                         "a ConversionWebhook must list the CRDs it converts in conversionCRDs",
                     );
                 }
                 for (j, c) in conv.iter().enumerate() {
                     let c = c.as_str().unwrap_or("");
                     if !crd_names.contains(c) || !owned_names.contains(c) {
-                        ctx.stricter(
-                            "csv-webhooks",
-                            f,
-                            Some(&format!("{base}.conversionCRDs[{j}]")),
-                            format!("conversion CRD {c:?} is not a CRD owned by the CSV and shipped in the bundle; OLM only wires conversion for owned CRDs"),
-                        );
+                        ctx.at(f, Some(&format!("{base}.conversionCRDs[{j}]"))).stricter(&CSV_WEBHOOKS, format!("conversion CRD {c:?} is not a CRD owned by the CSV and shipped in the bundle; OLM only wires conversion for owned CRDs"));
                     }
                 }
             }
             "ValidatingAdmissionWebhook" | "MutatingAdmissionWebhook" => {
                 if w.get("sideEffects").is_none() {
-                    ctx.stricter(
-                        "csv-webhooks",
-                        f,
-                        Some(&format!("{base}.sideEffects")),
+                    ctx.at(f, Some(&format!("{base}.sideEffects"))).stricter(
+                        &CSV_WEBHOOKS,
                         "admission webhooks need sideEffects (None or NoneOnDryRun)",
                     );
                 }
                 if arr_at(w, "/admissionReviewVersions").is_empty() {
-                    ctx.stricter(
-                        "csv-webhooks",
-                        f,
-                        Some(&format!("{base}.admissionReviewVersions")),
-                        "admission webhooks need admissionReviewVersions (e.g. [v1])",
-                    );
+                    ctx.at(f, Some(&format!("{base}.admissionReviewVersions")))
+                        .stricter(
+                            &CSV_WEBHOOKS,
+                            "admission webhooks need admissionReviewVersions (e.g. [v1])",
+                        );
                 }
                 for (j, rule) in arr_at(w, "/rules").iter().enumerate() {
                     let groups: Vec<&str> = arr_at(rule, "/apiGroups")
@@ -816,13 +628,7 @@ fn webhooks(ctx: &mut Ctx, file: &str) {
                         .any(|g| *g == "*" || *g == "operators.coreos.com");
                     let all_resources = resources.iter().any(|r| *r == "*" || *r == "*/*");
                     if olm_group && (groups.contains(&"operators.coreos.com") || all_resources) {
-                        let fi = ctx.stricter(
-                            "csv-webhooks",
-                            f,
-                            Some(&format!("{base}.rules[{j}]")),
-                            format!("webhook {gname} intercepts OLM's own resources (operators.coreos.com); OLM refuses such webhooks because they could block it"),
-                        );
-                        hint(fi, "narrow apiGroups/resources to the operator's own API");
+                        ctx.at(f, Some(&format!("{base}.rules[{j}]"))).stricter(&CSV_WEBHOOKS, format!("webhook {gname} intercepts OLM's own resources (operators.coreos.com); OLM refuses such webhooks because they could block it")).hint("narrow apiGroups/resources to the operator's own API");
                     }
                 }
             }

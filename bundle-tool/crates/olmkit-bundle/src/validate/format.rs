@@ -7,7 +7,12 @@
 //! sum at most 1 MiB, a warning above 85%). Dockerfile labels, names, per-object sizes and
 //! removed APIs are bundle-tool's own checks: warnings, errors only with `suite=strict`.
 
-use super::{Ctx, hint};
+use super::Ctx;
+use super::rules::{
+    BUNDLE_ANNOTATIONS, BUNDLE_DEFAULT_CHANNEL, BUNDLE_SIZE, CSV_MISSING, DEPRECATED_API,
+    DOCKERFILE_COPY, DOCKERFILE_LABELS, MANIFEST_KIND, MANIFEST_METADATA, MANIFEST_NAMESPACE,
+    MANIFEST_SIZE, YAML_SYNTAX,
+};
 use crate::json::str_at;
 use crate::kinds;
 use crate::model::keys;
@@ -101,16 +106,7 @@ pub fn parse_tolerant(v: &str) -> Option<semver::Version> {
 fn annotations(ctx: &mut Ctx) {
     let b = ctx.bundle;
     let Some(file) = b.annotations_file.clone() else {
-        let f = ctx.error(
-            "bundle-annotations",
-            Some("metadata/annotations.yaml"),
-            None,
-            "could not find the annotations file metadata/annotations.yaml",
-        );
-        hint(
-            f,
-            "`bundle-tool generate bundle` writes it; OLM and opm read the package and channels from it",
-        );
+        ctx.at(Some("metadata/annotations.yaml"), None).error(&BUNDLE_ANNOTATIONS, "could not find the annotations file metadata/annotations.yaml").hint("`bundle-tool generate bundle` writes it; OLM and opm read the package and channels from it");
         return;
     };
     let file = Some(file.as_str());
@@ -128,28 +124,24 @@ fn annotations(ctx: &mut Ctx) {
             // type must be registry+v1 and the channels non-empty; it never compares the
             // manifests/metadata values (a no-op in upstream), so a mismatch there is ours.
             (None, _) => {
-                ctx.error(
-                    "bundle-annotations",
-                    file,
-                    Some(&path),
-                    format!("missing annotation {key:?}"),
-                );
+                ctx.at(file, Some(&path))
+                    .error(&BUNDLE_ANNOTATIONS, format!("missing annotation {key:?}"));
             }
             (Some(v), Some(want)) if v != want => {
                 let msg =
                     format!("expecting annotation {key:?} to have value {want:?} instead of {v:?}");
                 if key == keys::MEDIATYPE {
-                    ctx.error("bundle-annotations", file, Some(&path), msg);
+                    ctx.at(file, Some(&path)).error(&BUNDLE_ANNOTATIONS, msg);
                 } else {
-                    ctx.stricter("bundle-annotations", file, Some(&path), msg);
+                    ctx.at(file, Some(&path)).stricter(&BUNDLE_ANNOTATIONS, msg);
                 }
             }
             (Some(v), _) if v.trim().is_empty() => {
                 let msg = format!("expecting annotation {key:?} to have non-empty value");
                 if key == keys::CHANNELS && v.is_empty() {
-                    ctx.error("bundle-annotations", file, Some(&path), msg);
+                    ctx.at(file, Some(&path)).error(&BUNDLE_ANNOTATIONS, msg);
                 } else {
-                    ctx.stricter("bundle-annotations", file, Some(&path), msg);
+                    ctx.at(file, Some(&path)).stricter(&BUNDLE_ANNOTATIONS, msg);
                 }
             }
             _ => {}
@@ -158,32 +150,28 @@ fn annotations(ctx: &mut Ctx) {
     if let Some(p) = b.package()
         && let Some(problem) = dns1123_subdomain_problem(p)
     {
-        ctx.stricter(
-            "bundle-annotations",
-            file,
-            Some(&format!("annotations.{}", keys::PACKAGE)),
-            format!("package name {p:?} is invalid: {problem}"),
-        );
+        ctx.at(file, Some(&format!("annotations.{}", keys::PACKAGE)))
+            .stricter(
+                &BUNDLE_ANNOTATIONS,
+                format!("package name {p:?} is invalid: {problem}"),
+            );
     }
     let channels = b.channels();
     if let Some(raw) = b.annotations.get(keys::CHANNELS)
         && raw.split(',').any(|c| c.trim().is_empty())
         && !raw.trim().is_empty()
     {
-        ctx.stricter(
-            "bundle-annotations",
-            file,
-            Some(&format!("annotations.{}", keys::CHANNELS)),
-            format!("channel list {raw:?} has an empty entry"),
-        );
+        ctx.at(file, Some(&format!("annotations.{}", keys::CHANNELS)))
+            .stricter(
+                &BUNDLE_ANNOTATIONS,
+                format!("channel list {raw:?} has an empty entry"),
+            );
     }
     if let Some(d) = b.annotations.get(keys::DEFAULT_CHANNEL) {
         let path = format!("annotations.{}", keys::DEFAULT_CHANNEL);
         if d.is_empty() {
-            ctx.error(
-                "bundle-annotations",
-                file,
-                Some(&path),
+            ctx.at(file, Some(&path)).error(
+                &BUNDLE_ANNOTATIONS,
                 format!(
                     "expecting annotation {:?} to have non-empty value",
                     keys::DEFAULT_CHANNEL
@@ -191,19 +179,10 @@ fn annotations(ctx: &mut Ctx) {
             );
         } else if !channels.is_empty() && !channels.iter().any(|c| c == d) {
             // operator-sdk accepts it (the catalog decides the package's default channel).
-            let f = ctx.stricter(
-                "bundle-default-channel",
-                file,
-                Some(&path),
-                format!(
+            ctx.at(file, Some(&path)).stricter(&BUNDLE_DEFAULT_CHANNEL, format!(
                     "default channel {d:?} is not one of the bundle's channels ({})",
                     channels.join(",")
-                ),
-            );
-            hint(
-                f,
-                "add it to operators.operatorframework.io.bundle.channels.v1 or pick one of the listed channels",
-            );
+                )).hint("add it to operators.operatorframework.io.bundle.channels.v1 or pick one of the listed channels");
         }
     }
 }
@@ -220,18 +199,14 @@ fn dockerfile(ctx: &mut Ctx) {
         }
         match labels.get(k) {
             None => {
-                ctx.stricter(
-                    "dockerfile-labels",
-                    file,
-                    Some(&format!("LABEL {k}")),
+                ctx.at(file, Some(&format!("LABEL {k}"))).stricter(
+                    &DOCKERFILE_LABELS,
                     format!("missing LABEL {k}={v} (annotations.yaml has it)"),
                 );
             }
             Some(l) if l != v => {
-                ctx.stricter(
-                    "dockerfile-labels",
-                    file,
-                    Some(&format!("LABEL {k}")),
+                ctx.at(file, Some(&format!("LABEL {k}"))).stricter(
+                    &DOCKERFILE_LABELS,
                     format!("LABEL {k}={l:?} differs from annotations.yaml ({v:?})"),
                 );
             }
@@ -240,7 +215,7 @@ fn dockerfile(ctx: &mut Ctx) {
     }
     for (k, v) in labels {
         if k.starts_with("operators.operatorframework.io.") && !b.annotations.contains_key(k) {
-            ctx.stricter("dockerfile-labels", file, Some(&format!("LABEL {k}")), format!("LABEL {k}={v} is not in metadata/annotations.yaml; OLM reads the annotations, so the image and the directory would disagree"));
+            ctx.at(file, Some(&format!("LABEL {k}"))).stricter(&DOCKERFILE_LABELS, format!("LABEL {k}={v} is not in metadata/annotations.yaml; OLM reads the annotations, so the image and the directory would disagree"));
         }
     }
     let Some(text) = &b.dockerfile else { return };
@@ -262,16 +237,7 @@ fn dockerfile(ctx: &mut Ctx) {
         };
         for src in sources {
             if !copy_source_resolves(b, src) {
-                let f = ctx.warning(
-                    "dockerfile-copy",
-                    file,
-                    Some(&format!("COPY {src}")),
-                    format!("COPY source {src:?} is not in the bundle directory, whatever the build context"),
-                );
-                hint(
-                    f,
-                    "fix the path: it should name manifests/, metadata/ or another file of the bundle",
-                );
+                ctx.at(file, Some(&format!("COPY {src}"))).warning(&DOCKERFILE_COPY, format!("COPY source {src:?} is not in the bundle directory, whatever the build context")).hint("fix the path: it should name manifests/, metadata/ or another file of the bundle");
             }
         }
     }
@@ -309,25 +275,19 @@ fn manifest_folder(ctx: &mut Ctx) {
         if let Some((dir, _)) = rest.split_once('/') {
             subdirs.insert(format!("manifests/{dir}"));
         } else if rest.starts_with('.') {
-            ctx.error(
-                "manifest-kind",
-                Some(file),
-                None,
+            ctx.at(Some(file), None).error(
+                &MANIFEST_KIND,
                 format!("bundle manifests dir has hidden file: {file}"),
             );
         }
     }
     for dir in subdirs {
-        let f = ctx.error(
-            "manifest-kind",
-            Some(&dir),
-            None,
-            format!("bundle manifests dir contains directory: {dir}"),
-        );
-        hint(
-            f,
-            "OLM reads only the files directly in manifests/; move them up or out",
-        );
+        ctx.at(Some(&dir), None)
+            .error(
+                &MANIFEST_KIND,
+                format!("bundle manifests dir contains directory: {dir}"),
+            )
+            .hint("OLM reads only the files directly in manifests/; move them up or out");
     }
 }
 
@@ -344,52 +304,34 @@ fn manifests(ctx: &mut Ctx) {
         let file = Some(m.file.as_str());
         let (api, kind, name) = (m.api_version(), m.kind(), m.name());
         if !m.object.is_object() {
-            ctx.error(
-                "manifest-metadata",
-                file,
-                None,
+            ctx.at(file, None).error(
+                &MANIFEST_METADATA,
                 "not a Kubernetes object (expected a mapping)",
             );
             continue;
         }
         if api.is_empty() {
             // operator-sdk decodes such an object and accepts it; kubectl would not.
-            ctx.stricter(
-                "manifest-metadata",
-                file,
-                Some("apiVersion"),
-                "apiVersion is required",
-            );
+            ctx.at(file, Some("apiVersion"))
+                .stricter(&MANIFEST_METADATA, "apiVersion is required");
         }
         if kind.is_empty() {
-            ctx.error("manifest-metadata", file, Some("kind"), "kind is required");
+            ctx.at(file, Some("kind"))
+                .error(&MANIFEST_METADATA, "kind is required");
             continue;
         }
         if kind == kinds::CSV {
             csvs.push(m.file.clone());
         }
         if !kinds::is_supported(kind) {
-            let f = ctx.error(
-                "manifest-kind",
-                file,
-                Some("kind"),
-                format!("{kind} is not supported type for registryV1 bundle"),
-            );
-            hint(
-                f,
-                format!(
+            ctx.at(file, Some("kind")).error(&MANIFEST_KIND, format!("{kind} is not supported type for registryV1 bundle")).hint(format!(
                     "OLM installs only {} from a bundle; move {kind} objects into the operator's own reconciliation or drop them",
                     kinds::supported_list()
-                ),
-            );
+                ));
         }
         if name.is_empty() {
-            ctx.error(
-                "manifest-metadata",
-                file,
-                Some("metadata.name"),
-                "metadata.name is required",
-            );
+            ctx.at(file, Some("metadata.name"))
+                .error(&MANIFEST_METADATA, "metadata.name is required");
         } else {
             let problem = match kind {
                 // RBAC names are path segments and may contain ':' (e.g. system:...).
@@ -403,16 +345,14 @@ fn manifests(ctx: &mut Ctx) {
             // operator-sdk validates metadata without a name check (ValidateObjectMetaAccessor
             // with a no-op name function), so name syntax is ours to judge.
             if let Some(p) = problem {
-                ctx.stricter(
-                    "manifest-metadata",
-                    file,
-                    Some("metadata.name"),
+                ctx.at(file, Some("metadata.name")).stricter(
+                    &MANIFEST_METADATA,
                     format!("{name:?} is not a valid {kind} name: {p}"),
                 );
             }
             let key = (kind.to_string(), name.to_string());
             if let Some(first) = seen.get(&key) {
-                ctx.stricter("manifest-metadata", file, Some("metadata.name"), format!("{kind} {name} is also defined in {first}; OLM would install only one of them"));
+                ctx.at(file, Some("metadata.name")).stricter(&MANIFEST_METADATA, format!("{kind} {name} is also defined in {first}; OLM would install only one of them"));
             } else {
                 seen.insert(key, m.file.clone());
             }
@@ -421,16 +361,7 @@ fn manifests(ctx: &mut Ctx) {
             && kind != kinds::CSV
             && str_at(&m.object, "/metadata/namespace").is_some_and(|n| !n.is_empty())
         {
-            let f = ctx.warning(
-                "manifest-namespace",
-                file,
-                Some("metadata.namespace"),
-                format!("{kind} {name} sets a namespace; OLM installs bundle objects into the operator's namespace and ignores it"),
-            );
-            hint(
-                f,
-                "remove metadata.namespace (bundle-tool generate bundle does)",
-            );
+            ctx.at(file, Some("metadata.namespace")).warning(&MANIFEST_NAMESPACE, format!("{kind} {name} sets a namespace; OLM installs bundle objects into the operator's namespace and ignores it")).hint("remove metadata.namespace (bundle-tool generate bundle does)");
         }
         if let Some((_, _, removed)) = REMOVED_APIS
             .iter()
@@ -445,43 +376,28 @@ fn manifests(ctx: &mut Ctx) {
             };
             // The default suite of operator-sdk has no removed-API check (the operatorhub suite
             // has upstream's, see optional.rs), so this is a warning unless strict.
-            let f = if is_error {
-                ctx.stricter(
-                    "deprecated-api",
-                    file,
-                    Some("apiVersion"),
+            let reported = if is_error {
+                ctx.at(file, Some("apiVersion")).stricter(
+                    &DEPRECATED_API,
                     format!("{msg}, and spec.minKubeVersion says the bundle targets it"),
                 )
             } else {
-                ctx.warning(
-                    "deprecated-api",
-                    file,
-                    Some("apiVersion"),
+                ctx.at(file, Some("apiVersion")).warning(
+                    &DEPRECATED_API,
                     format!("{msg}; the bundle cannot install there"),
                 )
             };
-            hint(f, "migrate the object to a current API version");
+            reported.hint("migrate the object to a current API version");
         }
     }
     match csvs.len() {
         0 => {
-            let f = ctx.error(
-                "csv-missing",
-                Some("manifests/"),
-                None,
-                "the bundle has no ClusterServiceVersion",
-            );
-            hint(
-                f,
-                "a registry+v1 bundle needs exactly one CSV; generate it with `bundle-tool generate bundle`",
-            );
+            ctx.at(Some("manifests/"), None).error(&CSV_MISSING, "the bundle has no ClusterServiceVersion").hint("a registry+v1 bundle needs exactly one CSV; generate it with `bundle-tool generate bundle`");
         }
         1 => {}
         _ => {
-            ctx.error(
-                "csv-missing",
-                Some("manifests/"),
-                None,
+            ctx.at(Some("manifests/"), None).error(
+                &CSV_MISSING,
                 format!(
                     "the bundle has {} ClusterServiceVersions ({}); OLM expects exactly one",
                     csvs.len(),
@@ -532,16 +448,7 @@ fn object_sizes(ctx: &mut Ctx) {
         }
         let len = serde_json::to_vec(&m.object).map(|v| v.len()).unwrap_or(0);
         if len > MAX_MANIFEST_BYTES {
-            let f = ctx.stricter(
-                "manifest-size",
-                Some(&m.file),
-                None,
-                format!("{} {} is {len} bytes as JSON, more than the {MAX_MANIFEST_BYTES} bytes a single object can safely have in Kubernetes", m.kind(), m.name()),
-            );
-            hint(
-                f,
-                "shrink it (for CRDs: drop descriptions with controller-gen crd:maxDescLen=0)",
-            );
+            ctx.at(Some(&m.file), None).stricter(&MANIFEST_SIZE, format!("{} {} is {len} bytes as JSON, more than the {MAX_MANIFEST_BYTES} bytes a single object can safely have in Kubernetes", m.kind(), m.name())).hint("shrink it (for CRDs: drop descriptions with controller-gen crd:maxDescLen=0)");
         }
     }
 }
@@ -560,21 +467,10 @@ fn bundle_size(ctx: &mut Ctx) {
         format_bytes(total)
     );
     if compressed > limit {
-        let f = ctx.error(
-            "bundle-size",
-            Some("manifests/"),
-            None,
-            format!("maximum bundle compressed size with gzip size exceeded: {sizes}"),
-        );
-        hint(
-            f,
-            "OLM stages the bundle in one ConfigMap; shrink the CRDs (controller-gen crd:maxDescLen=0) or split the operator",
-        );
+        ctx.at(Some("manifests/"), None).error(&BUNDLE_SIZE, format!("maximum bundle compressed size with gzip size exceeded: {sizes}")).hint("OLM stages the bundle in one ConfigMap; shrink the CRDs (controller-gen crd:maxDescLen=0) or split the operator");
     } else if compressed * 100 > limit * 85 {
-        ctx.warning(
-            "bundle-size",
-            Some("manifests/"),
-            None,
+        ctx.at(Some("manifests/"), None).warning(
+            &BUNDLE_SIZE,
             format!("nearing maximum bundle compressed size with gzip: {sizes}"),
         );
     }
@@ -585,13 +481,9 @@ fn bundle_size(ctx: &mut Ctx) {
 fn load_warnings(ctx: &mut Ctx) {
     for w in &ctx.bundle.load_warnings {
         let path = w.line.map(|l| format!("line {l}"));
-        let f = ctx.warning(
-            "yaml-syntax",
-            Some(&w.source_name),
-            path.as_deref(),
-            w.message.clone(),
-        );
-        hint(f, "fix the YAML so that every parser reads it the same way");
+        ctx.at(Some(&w.source_name), path.as_deref())
+            .warning(&YAML_SYNTAX, w.message.clone())
+            .hint("fix the YAML so that every parser reads it the same way");
     }
 }
 

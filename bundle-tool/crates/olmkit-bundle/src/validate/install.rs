@@ -7,7 +7,8 @@
 //! like a deployment's `serviceAccountName` (an error, as upstream). Everything else here is
 //! bundle-tool's own judgement of what OLM would fail on: warnings, errors with `suite=strict`.
 
-use super::{Ctx, hint};
+use super::Ctx;
+use super::rules::{INSTALL_DEPLOYMENTS, INSTALL_PERMISSIONS, INSTALL_SERVICE_ACCOUNTS};
 use crate::json::{arr_at, str_at, string_map};
 use crate::schemas;
 use std::collections::BTreeSet;
@@ -46,24 +47,14 @@ fn decode_and_range(
     let mut undecodable = BTreeSet::new();
     for p in schemas::deployment_spec_decode_problems(spec) {
         undecodable.insert(p.path.clone());
-        ctx.error(
-            "install-deployments",
-            f,
-            Some(&format!("{base}.spec.{}", p.path)),
-            format!("deployment {name}: {} (Go's decoder, and so operator-sdk and OLM, cannot read this CSV)", p.message),
-        );
+        ctx.at(f, Some(&format!("{base}.spec.{}", p.path))).error(&INSTALL_DEPLOYMENTS, format!("deployment {name}: {} (Go's decoder, and so operator-sdk and OLM, cannot read this CSV)", p.message));
     }
     for field in NON_NEGATIVE {
         let Some(n) = spec.get(*field).and_then(serde_json::Value::as_f64) else {
             continue;
         };
         if n < 0.0 {
-            ctx.stricter(
-                "install-deployments",
-                f,
-                Some(&format!("{base}.spec.{field}")),
-                format!("deployment {name}: {field} is {n}; the API server refuses a negative value, so OLM could not create the Deployment"),
-            );
+            ctx.at(f, Some(&format!("{base}.spec.{field}"))).stricter(&INSTALL_DEPLOYMENTS, format!("deployment {name}: {field} is {n}; the API server refuses a negative value, so OLM could not create the Deployment"));
         }
     }
     undecodable
@@ -79,16 +70,7 @@ pub(crate) fn check(ctx: &mut Ctx) {
     }
     let deployments = arr_at(csv, "/spec/install/spec/deployments");
     if deployments.is_empty() {
-        let fi = ctx.stricter(
-            "install-deployments",
-            f,
-            Some("spec.install.spec.deployments"),
-            "the install strategy lists no deployment, so OLM would run nothing",
-        );
-        hint(
-            fi,
-            "generate the CSV from the operator's manifests (its Deployment) with `bundle-tool generate bundle`",
-        );
+        ctx.at(f, Some("spec.install.spec.deployments")).stricter(&INSTALL_DEPLOYMENTS, "the install strategy lists no deployment, so OLM would run nothing").hint("generate the CSV from the operator's manifests (its Deployment) with `bundle-tool generate bundle`");
         return;
     }
     let mut names = BTreeSet::new();
@@ -97,34 +79,22 @@ pub(crate) fn check(ctx: &mut Ctx) {
         let base = format!("spec.install.spec.deployments[{i}]");
         let name = str_at(d, "/name").unwrap_or("");
         if name.is_empty() {
-            ctx.stricter(
-                "install-deployments",
-                f,
-                Some(&format!("{base}.name")),
-                "deployment name is required",
-            );
+            ctx.at(f, Some(&format!("{base}.name")))
+                .stricter(&INSTALL_DEPLOYMENTS, "deployment name is required");
         } else if !names.insert(name.to_string()) {
-            ctx.stricter(
-                "install-deployments",
-                f,
-                Some(&format!("{base}.name")),
+            ctx.at(f, Some(&format!("{base}.name"))).stricter(
+                &INSTALL_DEPLOYMENTS,
                 format!("deployment {name} is listed twice"),
             );
         } else if let Some(p) = crate::naming::dns1123_subdomain_problem(name) {
-            ctx.stricter(
-                "install-deployments",
-                f,
-                Some(&format!("{base}.name")),
+            ctx.at(f, Some(&format!("{base}.name"))).stricter(
+                &INSTALL_DEPLOYMENTS,
                 format!("{name:?} is not a valid Deployment name: {p}"),
             );
         }
         let Some(spec) = d.get("spec") else {
-            ctx.stricter(
-                "install-deployments",
-                f,
-                Some(&format!("{base}.spec")),
-                "deployment spec is required",
-            );
+            ctx.at(f, Some(&format!("{base}.spec")))
+                .stricter(&INSTALL_DEPLOYMENTS, "deployment spec is required");
             continue;
         };
         let undecodable = decode_and_range(ctx, f, &base, name, spec);
@@ -147,17 +117,15 @@ pub(crate) fn check(ctx: &mut Ctx) {
                     let msg = format!("deployment {name}: {}", v.message);
                     if crate::json::is_unknown_field(&v.message) {
                         let msg = format!("{msg} (ignored: Go drops unknown fields)");
-                        ctx.warning("install-deployments", f, Some(&path), msg);
+                        ctx.at(f, Some(&path)).warning(&INSTALL_DEPLOYMENTS, msg);
                     } else {
-                        ctx.stricter("install-deployments", f, Some(&path), msg);
+                        ctx.at(f, Some(&path)).stricter(&INSTALL_DEPLOYMENTS, msg);
                     }
                 }
             }
             Err(e) => {
-                ctx.stricter(
-                    "install-deployments",
-                    f,
-                    Some(&format!("{base}.spec")),
+                ctx.at(f, Some(&format!("{base}.spec"))).stricter(
+                    &INSTALL_DEPLOYMENTS,
                     format!("cannot check against the Deployment schema: {e}"),
                 );
             }
@@ -166,16 +134,11 @@ pub(crate) fn check(ctx: &mut Ctx) {
         let labels = string_map(spec, "/template/metadata/labels");
         let has_expressions = !arr_at(spec, "/selector/matchExpressions").is_empty();
         if selector.is_empty() && !has_expressions {
-            ctx.stricter("install-deployments", f, Some(&format!("{base}.spec.selector")), format!("deployment {name} has an empty selector; apps/v1 requires one matching the pod template labels"));
+            ctx.at(f, Some(&format!("{base}.spec.selector"))).stricter(&INSTALL_DEPLOYMENTS, format!("deployment {name} has an empty selector; apps/v1 requires one matching the pod template labels"));
         }
         for (k, v) in &selector {
             if !labels.iter().any(|(lk, lv)| lk == k && lv == v) {
-                ctx.stricter(
-                    "install-deployments",
-                    f,
-                    Some(&format!("{base}.spec.selector.matchLabels.{k}")),
-                    format!("selector {k}={v} does not match the pod template labels, so the API server would reject deployment {name}"),
-                );
+                ctx.at(f, Some(&format!("{base}.spec.selector.matchLabels.{k}"))).stricter(&INSTALL_DEPLOYMENTS, format!("selector {k}={v} does not match the pod template labels, so the API server would reject deployment {name}"));
             }
         }
         used_accounts.insert(deployment_sa(spec));
@@ -190,19 +153,13 @@ pub(crate) fn check(ctx: &mut Ctx) {
             let sa = str_at(p, "/serviceAccountName").unwrap_or("");
             let path = format!("spec.install.spec.{key}[{i}].serviceAccountName");
             if sa.is_empty() {
-                ctx.stricter(
-                    "install-permissions",
-                    f,
-                    Some(&path),
-                    "serviceAccountName is required",
-                );
+                ctx.at(f, Some(&path))
+                    .stricter(&INSTALL_PERMISSIONS, "serviceAccountName is required");
                 continue;
             }
             if !used_accounts.contains(sa) {
-                ctx.warning(
-                    "install-permissions",
-                    f,
-                    Some(&path),
+                ctx.at(f, Some(&path)).warning(
+                    &INSTALL_PERMISSIONS,
                     format!(
                         "service account {sa} is granted {key} but no install deployment runs as it"
                     ),
@@ -227,42 +184,15 @@ pub(crate) fn check(ctx: &mut Ctx) {
         .collect();
     for (sa_name, sa_file) in &bundled {
         if explicit_accounts.contains(sa_name.as_str()) {
-            let fi = ctx.error(
-                "install-service-accounts",
-                Some(sa_file),
-                Some("metadata.name"),
-                format!("invalid service account found in bundle: {sa_name} is also the serviceAccountName of a CSV deployment, whose account OLM creates"),
-            );
-            hint(
-                fi,
-                "remove it: OLM creates the accounts named in permissions/clusterPermissions",
-            );
+            ctx.at(Some(sa_file), Some("metadata.name")).error(&INSTALL_SERVICE_ACCOUNTS, format!("invalid service account found in bundle: {sa_name} is also the serviceAccountName of a CSV deployment, whose account OLM creates")).hint("remove it: OLM creates the accounts named in permissions/clusterPermissions");
         } else if used_accounts.contains(sa_name) {
-            let fi = ctx.stricter(
-                "install-service-accounts",
-                Some(sa_file),
-                Some("metadata.name"),
-                format!("service account {sa_name} in the bundle is also the account a CSV deployment runs as"),
-            );
-            hint(
-                fi,
-                "remove it: OLM creates the accounts named in permissions/clusterPermissions",
-            );
+            ctx.at(Some(sa_file), Some("metadata.name")).stricter(&INSTALL_SERVICE_ACCOUNTS, format!("service account {sa_name} in the bundle is also the account a CSV deployment runs as")).hint("remove it: OLM creates the accounts named in permissions/clusterPermissions");
         }
     }
     for sa in &used_accounts {
         if sa == "default" || created.contains(sa) || bundled.iter().any(|(n, _)| n == sa) {
             continue;
         }
-        let fi = ctx.stricter(
-            "install-service-accounts",
-            f,
-            Some("spec.install.spec.deployments"),
-            format!("a deployment runs as service account {sa}, which neither the CSV permissions nor the bundle create; its pods would never start"),
-        );
-        hint(
-            fi,
-            format!("add a permissions entry for {sa} (rules may be empty)"),
-        );
+        ctx.at(f, Some("spec.install.spec.deployments")).stricter(&INSTALL_SERVICE_ACCOUNTS, format!("a deployment runs as service account {sa}, which neither the CSV permissions nor the bundle create; its pods would never start")).hint(format!("add a permissions entry for {sa} (rules may be empty)"));
     }
 }

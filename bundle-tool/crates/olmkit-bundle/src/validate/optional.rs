@@ -3,7 +3,8 @@
 //! the removed-APIs check of `removed_apis.go`, and `GoodPracticesValidator`), with the same
 //! severities: errors for what OperatorHub.io refuses, warnings for conventions.
 
-use super::{Ctx, hint};
+use super::Ctx;
+use super::rules::{GOOD_PRACTICES, OPERATORHUB};
 use crate::json::{arr_at, str_at};
 use serde_json::Value;
 
@@ -140,22 +141,13 @@ fn categories(ctx: &mut Ctx, file: &str) {
             } else {
                 "standard"
             };
-            let fi = ctx.error(
-                "operatorhub",
-                Some(file),
-                Some("metadata.annotations.categories"),
-                format!("csv.Metadata.Annotations[\"categories\"] value {c:?} is not in the set of {set} categories"),
-            );
-            hint(
-                fi,
-                format!(
+            ctx.at(Some(file), Some("metadata.annotations.categories")).error(&OPERATORHUB, format!("csv.Metadata.Annotations[\"categories\"] value {c:?} is not in the set of {set} categories")).hint(format!(
                     "one of: {}",
                     match custom {
                         Some(set) => set.iter().cloned().collect::<Vec<_>>().join(", "),
                         None => CATEGORIES.join(", "),
                     }
-                ),
-            );
+                ));
         }
     }
 }
@@ -165,14 +157,10 @@ pub(crate) fn operatorhub(ctx: &mut Ctx) {
     let Some(file) = ctx.csv_file() else { return };
     let csv = ctx.csv_obj();
     let f = Some(file);
-    let r = "operatorhub";
+    let r = &OPERATORHUB;
     if str_at(csv, "/spec/provider/name").is_none_or(str::is_empty) {
-        ctx.error(
-            r,
-            f,
-            Some("spec.provider.name"),
-            "csv.Spec.Provider.Name not specified",
-        );
+        ctx.at(f, Some("spec.provider.name"))
+            .error(r, "csv.Spec.Provider.Name not specified");
     }
     for (i, m) in arr_at(csv, "/spec/maintainers").iter().enumerate() {
         let (name, email) = (
@@ -181,20 +169,14 @@ pub(crate) fn operatorhub(ctx: &mut Ctx) {
         );
         let path = format!("spec.maintainers[{i}]");
         if name.is_empty() || email.is_empty() {
-            ctx.error(
+            ctx.at(f, Some(&path)).error(
                 r,
-                f,
-                Some(&path),
                 "csv.Spec.Maintainers elements should contain both name and email",
             );
         }
         if !email.is_empty() && !valid_email(email) {
-            ctx.error(
-                r,
-                f,
-                Some(&format!("{path}.email")),
-                format!("csv.Spec.Maintainers email {email} is invalid"),
-            );
+            ctx.at(f, Some(&format!("{path}.email")))
+                .error(r, format!("csv.Spec.Maintainers email {email} is invalid"));
         }
     }
     for (i, l) in arr_at(csv, "/spec/links").iter().enumerate() {
@@ -204,29 +186,21 @@ pub(crate) fn operatorhub(ctx: &mut Ctx) {
         );
         let path = format!("spec.links[{i}]");
         if name.is_empty() || url.is_empty() {
-            ctx.error(
+            ctx.at(f, Some(&path)).error(
                 r,
-                f,
-                Some(&path),
                 "csv.Spec.Links elements should contain both name and url",
             );
         }
         if !url.is_empty() && !valid_url(url) {
-            ctx.error(
-                r,
-                f,
-                Some(&format!("{path}.url")),
-                format!("csv.Spec.Links url {url} is invalid"),
-            );
+            ctx.at(f, Some(&format!("{path}.url")))
+                .error(r, format!("csv.Spec.Links url {url} is invalid"));
         }
     }
     if let Some(cap) = str_at(csv, "/metadata/annotations/capabilities")
         && !CAPABILITIES.contains(&cap)
     {
-        ctx.error(
+        ctx.at(f, Some("metadata.annotations.capabilities")).error(
             r,
-            f,
-            Some("metadata.annotations.capabilities"),
             format!(
                 "csv.Metadata.Annotations.Capabilities {cap:?} is not a valid capabilities level"
             ),
@@ -238,36 +212,30 @@ pub(crate) fn operatorhub(ctx: &mut Ctx) {
         Some(v) => semver::Version::parse(v).is_ok_and(|v| v == semver::Version::new(0, 0, 0)),
     };
     if zero_version {
-        ctx.error(r, f, Some("spec.version"), "csv.Spec.Version must be set");
+        ctx.at(f, Some("spec.version"))
+            .error(r, "csv.Spec.Version must be set");
     }
     match csv.pointer("/spec/icon").and_then(Value::as_array) {
         None => {
-            ctx.warning(r, f, Some("spec.icon"), "csv.Spec.Icon not specified");
+            ctx.at(f, Some("spec.icon"))
+                .warning(r, "csv.Spec.Icon not specified");
         }
         Some(icons) => {
             if icons.len() != 1 {
-                ctx.error(
-                    r,
-                    f,
-                    Some("spec.icon"),
-                    "csv.Spec.Icon should only have one element",
-                );
+                ctx.at(f, Some("spec.icon"))
+                    .error(r, "csv.Spec.Icon should only have one element");
             }
             if let Some(icon) = icons.first() {
                 let mt = str_at(icon, "/mediatype").unwrap_or("");
                 if mt.is_empty() || str_at(icon, "/base64data").is_none_or(str::is_empty) {
-                    ctx.error(
+                    ctx.at(f, Some("spec.icon[0]")).error(
                         r,
-                        f,
-                        Some("spec.icon[0]"),
                         "csv.Spec.Icon elements should contain both data and mediatype",
                     );
                 }
                 if !mt.is_empty() && !MEDIATYPES.contains(&mt) {
-                    ctx.error(
+                    ctx.at(f, Some("spec.icon[0].mediatype")).error(
                         r,
-                        f,
-                        Some("spec.icon[0].mediatype"),
                         format!("csv.Spec.Icon {mt} does not have a valid mediatype"),
                     );
                 }
@@ -281,7 +249,7 @@ pub(crate) fn operatorhub(ctx: &mut Ctx) {
         .rsplit_once(".v")
         .is_some_and(|(_, v)| semver::Version::parse(v).is_ok());
     if !version_suffix_ok {
-        ctx.warning(r, f, Some("metadata.name"), format!("csv.metadata.Name {name} is not following the recommended naming convention: <operator-name>.v<semver> e.g. memcached-operator.v0.0.1"));
+        ctx.at(f, Some("metadata.name")).warning(r, format!("csv.metadata.Name {name} is not following the recommended naming convention: <operator-name>.v<semver> e.g. memcached-operator.v0.0.1"));
     }
     let odd: Vec<String> = channel_names(ctx)
         .into_iter()
@@ -293,7 +261,7 @@ pub(crate) fn operatorhub(ctx: &mut Ctx) {
         .collect();
     if !odd.is_empty() {
         let ann = ctx.bundle.annotations_file.clone();
-        ctx.warning(r, ann.as_deref(), Some("annotations"), format!("channel(s) {odd:?} are not following the recommended naming convention: https://olm.operatorframework.io/docs/best-practices/channel-naming"));
+        ctx.at(ann.as_deref(), Some("annotations")).warning(r, format!("channel(s) {odd:?} are not following the recommended naming convention: https://olm.operatorframework.io/docs/best-practices/channel-naming"));
     }
 }
 
@@ -308,15 +276,11 @@ pub(crate) fn good_practices(ctx: &mut Ctx) {
     let Some(file) = ctx.csv_file() else { return };
     let csv = ctx.csv_obj();
     let f = Some(file);
-    let r = "good-practices";
+    let r = &GOOD_PRACTICES;
     let deployments = arr_at(csv, "/spec/install/spec/deployments");
     if deployments.is_empty() {
-        ctx.error(
-            r,
-            f,
-            Some("spec.install.spec.deployments"),
-            "unable to find a deployment to install in the CSV",
-        );
+        ctx.at(f, Some("spec.install.spec.deployments"))
+            .error(r, "unable to find a deployment to install in the CSV");
     }
     for (i, d) in deployments.iter().enumerate() {
         for (j, c) in arr_at(d, "/spec/template/spec/containers")
@@ -325,12 +289,7 @@ pub(crate) fn good_practices(ctx: &mut Ctx) {
         {
             let res = c.get("resources").cloned().unwrap_or(Value::Null);
             if !has_quantity(&res, "cpu") || !has_quantity(&res, "memory") {
-                ctx.warning(
-                    r,
-                    f,
-                    Some(&format!("spec.install.spec.deployments[{i}].spec.template.spec.containers[{j}].resources.requests")),
-                    format!("unable to find the resource requests for the container: ({}). It is recommended to ensure the resource request for CPU and Memory. Be aware that for some clusters configurations it is required to specify requests or limits for those values. Otherwise, the system or quota may reject Pod creation. More info: https://master.sdk.operatorframework.io/docs/best-practices/managing-resources/", str_at(c, "/name").unwrap_or("")),
-                );
+                ctx.at(f, Some(&format!("spec.install.spec.deployments[{i}].spec.template.spec.containers[{j}].resources.requests"))).warning(r, format!("unable to find the resource requests for the container: ({}). It is recommended to ensure the resource request for CPU and Memory. Be aware that for some clusters configurations it is required to specify requests or limits for those values. Otherwise, the system or quota may reject Pod creation. More info: https://master.sdk.operatorframework.io/docs/best-practices/managing-resources/", str_at(c, "/name").unwrap_or("")));
             }
         }
     }
@@ -340,12 +299,14 @@ pub(crate) fn good_practices(ctx: &mut Ctx) {
             .enumerate()
         {
             if str_at(c, "/description").is_none_or(|d| d.trim().is_empty()) {
-                ctx.warning(
-                    r,
+                ctx.at(
                     f,
                     Some(&format!(
                         "spec.customresourcedefinitions.{rel}[{i}].description"
                     )),
+                )
+                .warning(
+                    r,
                     format!(
                         "{rel} CRD {:?} has an empty description",
                         str_at(c, "/name").unwrap_or("")
@@ -364,7 +325,7 @@ pub(crate) fn good_practices(ctx: &mut Ctx) {
         .collect();
     if !odd.is_empty() {
         let ann = ctx.bundle.annotations_file.clone();
-        ctx.warning(r, ann.as_deref(), Some("annotations"), format!("channel(s) {odd:?} are not following the recommended naming convention: https://olm.operatorframework.io/docs/best-practices/channel-naming"));
+        ctx.at(ann.as_deref(), Some("annotations")).warning(r, format!("channel(s) {odd:?} are not following the recommended naming convention: https://olm.operatorframework.io/docs/best-practices/channel-naming"));
     }
 }
 

@@ -9,6 +9,7 @@
 
 use super::Ctx;
 use super::format::parse_tolerant;
+use super::rules::REMOVED_API;
 use crate::json::{arr_at, str_at};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -214,17 +215,15 @@ fn message(minor: u64, found: &Found) -> String {
 /// Runs the removed-APIs check of the operatorhub suite on the bundle of CSV `file`.
 pub(crate) fn check(ctx: &mut Ctx, file: &str) {
     let f = Some(file);
-    let rule = "removed-api";
+    let rule = &REMOVED_API;
     let zero = semver::Version::new(0, 0, 0);
     let mut target = zero.clone();
     if let Some(v) = ctx.options.k8s_version.clone().filter(|v| !v.is_empty()) {
         match parse_tolerant(&v) {
             Some(p) => target = p,
             None => {
-                ctx.error(
+                ctx.at(None, None).error(
                     rule,
-                    None,
-                    None,
                     format!("invalid value informed via the k8s key option : {v}"),
                 );
             }
@@ -235,7 +234,7 @@ pub(crate) fn check(ctx: &mut Ctx, file: &str) {
         match parse_tolerant(v) {
             Some(p) => min_kube = p,
             None => {
-                ctx.error(rule, f, Some("spec.minKubeVersion"), format!("unable to use csv.Spec.MinKubeVersion to verify the CRD/Webhook apis because it has an invalid value: {v}"));
+                ctx.at(f, Some("spec.minKubeVersion")).error(rule, format!("unable to use csv.Spec.MinKubeVersion to verify the CRD/Webhook apis because it has an invalid value: {v}"));
             }
         }
     }
@@ -250,13 +249,14 @@ pub(crate) fn check(ctx: &mut Ctx, file: &str) {
         if !found.is_empty() {
             let msg = message(minor, &found);
             if target >= removal || min_kube >= removal {
-                ctx.error(rule, f, None, msg);
+                ctx.at(f, None).error(rule, msg);
             } else {
-                ctx.warning(rule, f, None, msg);
+                ctx.at(f, None).warning(rule, msg);
             }
         }
         if !warn.is_empty() {
-            ctx.warning(rule, f, Some("spec.install.spec"), message(minor, &warn));
+            ctx.at(f, Some("spec.install.spec"))
+                .warning(rule, message(minor, &warn));
         }
     }
 }

@@ -8,11 +8,12 @@
 //! as before); a CRD the new bundle no longer ships stays on the cluster unowned with its
 //! objects (a warning: nothing is refused, but that data is left behind).
 
+use super::Ctx;
 use super::crd::crd_facts;
 use super::crd_upgrade::{
     CRD_RULES, CrdView, Refusal, same_version_changes, served_version_changes,
 };
-use super::{Ctx, hint};
+use super::rules::{CRD_UPGRADE, UPGRADE_EDGE};
 use crate::json::{arr_at, str_at};
 use crate::model::Bundle;
 use olmkit_core::version_range::VersionRange;
@@ -40,12 +41,7 @@ fn crds(ctx: &mut Ctx, prev: &Bundle) {
     let new = crd_facts(&ctx.bundle.manifests);
     for old in crd_facts(&prev.manifests) {
         let Some(cur) = new.iter().find(|c| c.name == old.name) else {
-            ctx.warning(
-                "crd-upgrade",
-                Some(&old.manifest.file),
-                None,
-                format!("CRD {} of the previous bundle is not shipped any more; OLM leaves it (and its objects) on the cluster, unowned", old.name),
-            );
+            ctx.at(Some(&old.manifest.file), None).warning(&CRD_UPGRADE, format!("CRD {} of the previous bundle is not shipped any more; OLM leaves it (and its objects) on the cluster, unowned", old.name));
             continue;
         };
         let file = cur.manifest.file.clone();
@@ -62,10 +58,8 @@ fn crds(ctx: &mut Ctx, prev: &Bundle) {
         refusals.extend(served_version_changes(&old_view, &new_view));
         for r in &refusals {
             let path = refusal_path(&cur.manifest.object, r);
-            let fi = ctx.error(
-                "crd-upgrade",
-                f,
-                Some(&path),
+            let fi = ctx.at(f, Some(&path)).error(
+                &CRD_UPGRADE,
                 format!(
                     "CRD {}: {}; OLM v1 refuses the upgrade (CRD upgrade safety)",
                     old.name,
@@ -78,18 +72,16 @@ fn crds(ctx: &mut Ctx, prev: &Bundle) {
                 "scope" => "a CRD cannot change scope: keep it, or ship the resource under a new name".to_string(),
                 _ => "existing objects may not be valid under the new schema: make the change in a new API version, converted by a webhook".to_string(),
             };
-            hint(fi, h);
+            fi.hint(h);
         }
         for (v, _, _) in old.versions.iter().filter(|v| v.1) {
             match cur.versions.iter().find(|n| n.0 == *v) {
                 None => {
-                    ctx.error("crd-upgrade", f, Some("spec.versions"), format!("CRD {} removes served version {v}; clients and stored manifests using it break", old.name));
+                    ctx.at(f, Some("spec.versions")).error(&CRD_UPGRADE, format!("CRD {} removes served version {v}; clients and stored manifests using it break", old.name));
                 }
                 Some((_, false, _)) => {
-                    ctx.error(
-                        "crd-upgrade",
-                        f,
-                        Some("spec.versions"),
+                    ctx.at(f, Some("spec.versions")).error(
+                        &CRD_UPGRADE,
                         format!(
                             "CRD {} stops serving version {v}; clients using it break",
                             old.name
@@ -115,10 +107,8 @@ fn edge(ctx: &mut Ctx, prev: &Bundle) {
     if let (Some(p), Some(c)) = (&prev_version, &cur_version)
         && c <= p
     {
-        ctx.error(
-            "upgrade-edge",
-            f,
-            Some("spec.version"),
+        ctx.at(f, Some("spec.version")).error(
+            &UPGRADE_EDGE,
             format!("spec.version {c} is not greater than the previous bundle's {p}"),
         );
     }
@@ -134,18 +124,9 @@ fn edge(ctx: &mut Ctx, prev: &Bundle) {
         _ => false,
     };
     if !(replaces || skips || in_range) {
-        let fi = ctx.warning(
-            "upgrade-edge",
-            f,
-            Some("spec.replaces"),
-            format!("the CSV neither replaces nor skips {prev_name}, and its skipRange does not include it: OLM will not upgrade installs of the previous bundle to this one"),
-        );
-        hint(
-            fi,
-            format!(
+        ctx.at(f, Some("spec.replaces")).warning(&UPGRADE_EDGE, format!("the CSV neither replaces nor skips {prev_name}, and its skipRange does not include it: OLM will not upgrade installs of the previous bundle to this one")).hint(format!(
                 "set spec.replaces: {prev_name} (bundle-tool generate bundle --replaces {prev_name})"
-            ),
-        );
+            ));
     }
 }
 

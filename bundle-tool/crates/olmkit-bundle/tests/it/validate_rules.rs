@@ -1015,10 +1015,25 @@ fn every_documented_rule_is_exercised_here() {
         include_str!("validate_rules.rs"),
         include_str!("validate_olmv1.rs")
     );
-    for (rule, _, _) in olmkit_bundle::validate::RULES {
+    let mut ids = std::collections::BTreeSet::new();
+    for r in olmkit_bundle::validate::RULES {
+        let rule = r.id;
+        assert!(ids.insert(rule), "rule {rule} is listed twice");
         assert!(
             src.contains(&format!("\"{rule}\"")),
             "rule {rule} has no test"
+        );
+        assert!(
+            [
+                "default",
+                "operatorhub",
+                "good-practices",
+                "previous",
+                "olm-v1"
+            ]
+            .contains(&r.suite),
+            "rule {rule}: unknown suite {}",
+            r.suite
         );
     }
 }
