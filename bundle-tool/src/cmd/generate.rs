@@ -17,12 +17,13 @@
 use crate::cmd::common::inputs::{kustomize, load_error, read_stdin, read_stdin_bytes};
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, OutputFormat, print_data};
+use olmkit_bundle::Manifest;
 use olmkit_bundle::generate::project::{ProjectConfig, parse_project};
 use olmkit_bundle::generate::{
     FileLayout, GenerateInputs, GenerateOptions, Improvement, Improvements, Settings,
     generate_bundle_with,
 };
-use olmkit_bundle::load::{InputDocument, load_manifest_dir, load_manifest_stream};
+use olmkit_bundle::load::{load_manifest_dir, load_manifest_stream};
 use olmkit_bundle::write;
 use olmkit_core::docs::to_yaml;
 use olmkit_core::{epoch, fsio};
@@ -345,7 +346,7 @@ fn has_kustomization(dir: &Path) -> bool {
 /// fails under CI runners and test harnesses that always pipe stdin), and when nothing is
 /// given or the pipe is empty, `kubectl kustomize <kustomize-dir>` provides the manifests
 /// (operator-sdk fails).
-fn sdk_manifests(a: &BundleArgs, g: &GlobalArgs) -> Result<Vec<InputDocument>, CmdError> {
+fn sdk_manifests(a: &BundleArgs, g: &GlobalArgs) -> Result<Vec<Manifest>, CmdError> {
     if let Some(dir) = &a.kustomize {
         return kustomize(dir, g);
     }
@@ -408,7 +409,7 @@ fn read_project() -> Result<Option<ProjectConfig>, CmdError> {
 /// The base CSV at `<kustomize-dir>/bases/<package>.clusterserviceversion.yaml`, read only when
 /// the manifests hold no CSV (operator-sdk's `runManifests`). Without a package name, the only
 /// `*.clusterserviceversion.yaml` there.
-fn kustomize_base(dir: &Path, package: Option<&str>) -> Result<Option<InputDocument>, CmdError> {
+fn kustomize_base(dir: &Path, package: Option<&str>) -> Result<Option<Manifest>, CmdError> {
     let bases = dir.join("bases");
     let path = match package {
         Some(p) => bases.join(format!("{p}.clusterserviceversion.yaml")),

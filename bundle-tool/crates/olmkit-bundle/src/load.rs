@@ -1,5 +1,5 @@
 //! Reading a registry+v1 bundle directory into a [`Bundle`], and manifest streams into
-//! [`InputDocument`]s.
+//! [`Manifest`]s.
 //!
 //! The loaders only parse: a bundle with wrong content still loads, and the validators report
 //! what is wrong with it. They fail only when they cannot read or parse a file, naming that file
@@ -275,11 +275,9 @@ pub fn bundle_from_files(
         let (objects, warnings) = parse_documents_lenient(name, bytes)?;
         bundle.load_warnings.extend(warnings);
         for (i, object) in objects.into_iter().enumerate() {
-            bundle.manifests.push(Manifest {
-                file: name.clone(),
-                doc_index: i,
-                object,
-            });
+            bundle
+                .manifests
+                .push(Manifest::new(name.clone(), i, object));
         }
         bundle.manifest_files.insert(name.clone(), bytes.clone());
     }
@@ -395,51 +393,6 @@ impl From<ReadConfinedError> for LoadManifestsError {
     }
 }
 
-/// One object of a manifest stream, with where it came from.
-#[derive(Clone, Debug, PartialEq)]
-pub struct InputDocument {
-    /// The input: a file path, or `<stdin>`.
-    pub source: String,
-    /// 1-based position of the document in its source (items of a `List` share their list's
-    /// number and get `.item <i>`).
-    pub index: usize,
-    /// For items of a `kind: List` document, the 0-based item index.
-    pub item: Option<usize>,
-    /// The object.
-    pub object: Value,
-}
-
-impl InputDocument {
-    /// `kind` of the object, or "".
-    pub fn kind(&self) -> &str {
-        olmkit_core::object::kind(&self.object)
-    }
-    /// `apiVersion` of the object, or "".
-    pub fn api_version(&self) -> &str {
-        olmkit_core::object::api_version(&self.object)
-    }
-    /// `metadata.name` of the object, or "".
-    pub fn name(&self) -> &str {
-        olmkit_core::object::name(&self.object)
-    }
-    /// `<source> document <n>`, the position part of [`InputDocument::label`].
-    pub fn position(&self) -> String {
-        match self.item {
-            Some(i) => format!("{} document {} item {}", self.source, self.index, i),
-            None => format!("{} document {}", self.source, self.index),
-        }
-    }
-    /// `<source> document <n> (<Kind> <name>)`: how errors name this document.
-    pub fn label(&self) -> String {
-        let (kind, name) = (self.kind(), self.name());
-        match (kind.is_empty(), name.is_empty()) {
-            (true, _) => self.position(),
-            (false, true) => format!("{} ({kind})", self.position()),
-            (false, false) => format!("{} ({kind} {name})", self.position()),
-        }
-    }
-}
-
 fn value_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -456,13 +409,13 @@ fn value_kind(v: &Value) -> &'static str {
 pub fn load_manifest_stream(
     source: &str,
     bytes: &[u8],
-) -> Result<Vec<InputDocument>, LoadManifestsError> {
+) -> Result<Vec<Manifest>, LoadManifestsError> {
     // Number documents as they appear, counting empty ones too, so "document 7" is the
     // seventh `---` section a user sees in the file.
     let text_docs = parse_documents_numbered(source, bytes)?;
     let mut out = Vec::new();
     for (index, object) in text_docs {
-        let document = format!("{source} document {index}");
+        let document = format!("{source} document {}", index + 1);
         if !object.is_object() {
             return Err(LoadManifestsError::NotAnObject {
                 document,
@@ -484,27 +437,20 @@ pub fn load_manifest_stream(
                         found: value_kind(&item),
                     });
                 }
-                out.push(InputDocument {
-                    source: source.to_string(),
-                    index,
+                out.push(Manifest {
                     item: Some(i),
-                    object: item,
+                    ..Manifest::new(source, index, item)
                 });
             }
         } else {
-            out.push(InputDocument {
-                source: source.to_string(),
-                index,
-                item: None,
-                object,
-            });
+            out.push(Manifest::new(source, index, object));
         }
     }
     Ok(out)
 }
 
 /// Splits YAML text on document markers and parses each part on its own so documents keep
-/// their 1-based position even when some are empty. JSON streams are numbered in order.
+/// their (0-based) position even when some are empty. JSON streams are numbered in order.
 fn parse_documents_numbered(
     source: &str,
     bytes: &[u8],
@@ -519,11 +465,7 @@ fn parse_documents_numbered(
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
         let (docs, warnings) = parse_documents_lenient(source, bytes)?;
         warnings.iter().for_each(warn);
-        return Ok(docs
-            .into_iter()
-            .enumerate()
-            .map(|(i, d)| (i + 1, d))
-            .collect());
+        return Ok(docs.into_iter().enumerate().collect());
     }
     // Document boundaries: a line that is exactly `---` (or `--- ` followed by content).
     let mut parts: Vec<String> = vec![String::new()];
@@ -546,7 +488,7 @@ fn parse_documents_numbered(
     let mut numbered = Vec::new();
     for (i, part) in parts.iter().enumerate() {
         match parse_quiet(&format!("{source} document {}", i + 1), part.as_bytes()) {
-            Ok(docs) => numbered.extend(docs.into_iter().map(|d| (i + 1, d))),
+            Ok(docs) => numbered.extend(docs.into_iter().map(|d| (i, d))),
             // A syntax error: name the document it is in, unless the whole text parses (then
             // the split cut through a block scalar and the parser's numbering is the truth).
             Err(e) if whole.is_err() => return Err(e.into()),
@@ -557,11 +499,7 @@ fn parse_documents_numbered(
     // The split is a fast path; if it disagrees with the real parser (a `---` inside a block
     // scalar), trust the parser and number documents in order.
     if numbered.len() != all.len() || numbered.iter().zip(&all).any(|((_, a), b)| a != b) {
-        return Ok(all
-            .into_iter()
-            .enumerate()
-            .map(|(i, d)| (i + 1, d))
-            .collect());
+        return Ok(all.into_iter().enumerate().collect());
     }
     Ok(numbered)
 }
@@ -571,7 +509,7 @@ fn parse_documents_numbered(
 /// given (`config/samples/x.yaml`). Files are read through [`olmkit_core::confine`]: under a
 /// directory, confined to it; a file named directly, as named; either way a regular file (a
 /// FIFO is refused, naming it, without blocking) within [`MANIFEST_FILE`].
-pub fn load_manifest_dir(dir: &Path) -> Result<Vec<InputDocument>, LoadManifestsError> {
+pub fn load_manifest_dir(dir: &Path) -> Result<Vec<Manifest>, LoadManifestsError> {
     let meta = fs::metadata(dir).map_err(|source| LoadManifestsError::Read {
         path: dir.to_path_buf(),
         source,

@@ -3,6 +3,7 @@
 //! Objects are kept as `serde_json::Value` so that any operator's manifests load, including
 //! fields this tool does not know; typed views are accessors over the JSON.
 
+use olmkit_core::csv::Csv;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -23,18 +24,33 @@ pub mod keys {
     pub const DEFAULT_CHANNEL: &str = "operators.operatorframework.io.bundle.channel.default.v1";
 }
 
-/// One object of a bundle's `manifests/` folder.
+/// One object of a bundle's `manifests/` folder, or of a manifest stream (`kubectl kustomize`
+/// output, `--input-dir` files), with where it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Manifest {
-    /// Path relative to the bundle root, e.g. `manifests/foo.clusterserviceversion.yaml`.
+    /// Where the object is: for a bundle, the path relative to the bundle root (e.g.
+    /// `manifests/foo.clusterserviceversion.yaml`); for a stream, a file path or `<stdin>`.
     pub file: String,
-    /// Index of the document within the file (0 for single-document files).
+    /// 0-based position of the document in its file. Streams count empty documents too (so
+    /// messages say "document 7" of the seventh `---` section a user sees); items of a `kind:
+    /// List` document share their list's position.
     pub doc_index: usize,
+    /// For items of a `kind: List` document of a stream, the 0-based item index.
+    pub item: Option<usize>,
     /// The object.
     pub object: Value,
 }
 
 impl Manifest {
+    /// The object `object`, document `doc_index` (0-based) of `file`, not a `List` item.
+    pub fn new(file: impl Into<String>, doc_index: usize, object: Value) -> Self {
+        Self {
+            file: file.into(),
+            doc_index,
+            item: None,
+            object,
+        }
+    }
     /// `kind` of the object, or "" when missing.
     pub fn kind(&self) -> &str {
         olmkit_core::object::kind(&self.object)
@@ -46,6 +62,28 @@ impl Manifest {
     /// `metadata.name` of the object, or "" when missing.
     pub fn name(&self) -> &str {
         olmkit_core::object::name(&self.object)
+    }
+    /// The object viewed as a ClusterServiceVersion (whatever its kind: the view is lenient).
+    pub fn csv_view(&self) -> Csv<'_> {
+        Csv::new(&self.object)
+    }
+    /// `<file> document <n>` (1-based, as a user counts), the position part of
+    /// [`Manifest::label`].
+    pub fn position(&self) -> String {
+        let n = self.doc_index + 1;
+        match self.item {
+            Some(i) => format!("{} document {n} item {i}", self.file),
+            None => format!("{} document {n}", self.file),
+        }
+    }
+    /// `<file> document <n> (<Kind> <name>)`: how errors name this document.
+    pub fn label(&self) -> String {
+        let (kind, name) = (self.kind(), self.name());
+        match (kind.is_empty(), name.is_empty()) {
+            (true, _) => self.position(),
+            (false, true) => format!("{} ({kind})", self.position()),
+            (false, false) => format!("{} ({kind} {name})", self.position()),
+        }
     }
 }
 

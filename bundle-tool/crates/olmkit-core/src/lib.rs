@@ -11,11 +11,13 @@
 //! durations ([`duration`]), Kubernetes names ([`k8s_name`], apimachinery) and image references
 //! ([`image_ref`], distribution/reference). And of how Go writes what upstream writes: JSON
 //! ([`gojson`], encoding/json's escaping and map key order) and YAML ([`goyaml`], go-yaml's
-//! emitter).
+//! emitter). And of the one lenient typed view of a ClusterServiceVersion ([`csv`]), read in
+//! place over the raw JSON.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod confine;
+pub mod csv;
 pub mod docs;
 pub mod duration;
 pub mod epoch;

@@ -5,10 +5,7 @@
 use serde_json::Value;
 
 fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
-    object
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or("")
+    crate::csv::str_at(object, pointer).unwrap_or("")
 }
 
 /// `kind`, or "" when missing or not a string.

@@ -109,9 +109,9 @@ mod tests {
 
     #[test]
     fn operator_image_is_rewritten_only_where_it_runs() {
-        let doc = |kind: &str, images: &[&str]| olmkit_bundle::load::InputDocument {
-            source: "t".into(),
-            index: 1,
+        let doc = |kind: &str, images: &[&str]| olmkit_bundle::Manifest {
+            file: "t".into(),
+            doc_index: 0,
             item: None,
             object: json!({
                 "kind": kind,

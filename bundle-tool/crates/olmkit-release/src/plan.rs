@@ -358,7 +358,7 @@ fn manager_command(inputs: &GenerateInputs) -> Option<ManagerCommand> {
         &format!("spec.template.spec.containers[{}]", c.index),
         format!(
             "{} (Deployment {})",
-            doc.source,
+            doc.file,
             olmkit_core::object::name(&doc.object)
         ),
     )
@@ -620,9 +620,9 @@ mod tests {
 
     #[test]
     fn the_manager_command_comes_from_the_manager_container() {
-        let doc = olmkit_bundle::load::InputDocument {
-            source: "config/manager/manager.yaml".into(),
-            index: 2,
+        let doc = olmkit_bundle::Manifest {
+            file: "config/manager/manager.yaml".into(),
+            doc_index: 1,
             item: None,
             object: serde_json::json!({
                 "kind": "Deployment",

@@ -3,10 +3,9 @@
 
 use crate::exit::CmdError;
 use crate::output::GlobalArgs;
+use olmkit_bundle::Manifest;
 use olmkit_bundle::generate::GenerateInputs;
-use olmkit_bundle::load::{
-    InputDocument, LoadManifestsError, load_manifest_dir, load_manifest_stream,
-};
+use olmkit_bundle::load::{LoadManifestsError, load_manifest_dir, load_manifest_stream};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,7 +49,7 @@ pub(crate) fn load_error(e: LoadManifestsError) -> CmdError {
     CmdError::user(e).hint(hint)
 }
 
-pub(crate) fn kustomize(dir: &Path, g: &GlobalArgs) -> Result<Vec<InputDocument>, CmdError> {
+pub(crate) fn kustomize(dir: &Path, g: &GlobalArgs) -> Result<Vec<Manifest>, CmdError> {
     let bar = crate::output::spinner(g, &format!("kubectl kustomize {}", dir.display()));
     let out = Command::new("kubectl").arg("kustomize").arg(dir).output();
     bar.finish_and_clear();
@@ -79,7 +78,7 @@ pub(crate) fn kustomize(dir: &Path, g: &GlobalArgs) -> Result<Vec<InputDocument>
     load_manifest_stream(&source, &out.stdout).map_err(load_error)
 }
 
-fn read_manifests(a: &InputArgs, g: &GlobalArgs) -> Result<Vec<InputDocument>, CmdError> {
+fn read_manifests(a: &InputArgs, g: &GlobalArgs) -> Result<Vec<Manifest>, CmdError> {
     if let Some(dir) = &a.kustomize {
         return kustomize(dir, g);
     }
@@ -124,7 +123,7 @@ pub(crate) fn load_inputs(a: &InputArgs, g: &GlobalArgs) -> Result<GenerateInput
     })
 }
 
-pub(crate) fn read_stdin() -> Result<Vec<InputDocument>, CmdError> {
+pub(crate) fn read_stdin() -> Result<Vec<Manifest>, CmdError> {
     let buf = read_stdin_bytes()?;
     if buf.iter().all(u8::is_ascii_whitespace) {
         return Err(CmdError::msg("<stdin>: no manifests (empty input)")

@@ -11,7 +11,7 @@ use super::GenerateBundleError;
 use super::supported::{bundle_kinds_list, is_bundle_kind};
 use crate::json::{arr_at, str_at, type_name};
 use crate::kinds;
-use crate::load::InputDocument;
+use crate::model::Manifest;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 
@@ -46,7 +46,7 @@ pub struct ConversionRef {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Crd {
     /// The document.
-    pub doc: InputDocument,
+    pub doc: Manifest,
     /// `metadata.name`.
     pub name: String,
     /// `spec.group`.
@@ -65,7 +65,7 @@ pub struct Crd {
 #[derive(Clone, Debug, PartialEq)]
 pub struct AdmissionWebhook {
     /// The configuration document.
-    pub doc: InputDocument,
+    pub doc: Manifest,
     /// Index in `webhooks`.
     pub index: usize,
     /// `true` for mutating.
@@ -78,31 +78,31 @@ pub struct AdmissionWebhook {
 #[derive(Clone, Debug, Default)]
 pub struct Collected {
     /// The base CSV, when one was given.
-    pub base_csv: Option<InputDocument>,
+    pub base_csv: Option<Manifest>,
     /// CRDs.
     pub crds: Vec<Crd>,
     /// Deployments (become the CSV install strategy).
-    pub deployments: Vec<InputDocument>,
+    pub deployments: Vec<Manifest>,
     /// Roles.
-    pub roles: Vec<InputDocument>,
+    pub roles: Vec<Manifest>,
     /// ClusterRoles.
-    pub cluster_roles: Vec<InputDocument>,
+    pub cluster_roles: Vec<Manifest>,
     /// RoleBindings.
-    pub role_bindings: Vec<InputDocument>,
+    pub role_bindings: Vec<Manifest>,
     /// ClusterRoleBindings.
-    pub cluster_role_bindings: Vec<InputDocument>,
+    pub cluster_role_bindings: Vec<Manifest>,
     /// ServiceAccounts.
-    pub service_accounts: Vec<InputDocument>,
+    pub service_accounts: Vec<Manifest>,
     /// Services.
-    pub services: Vec<InputDocument>,
+    pub services: Vec<Manifest>,
     /// Admission webhooks (validating and mutating), in input order.
     pub admission_webhooks: Vec<AdmissionWebhook>,
     /// Custom resources of the input's CRDs: `alm-examples`.
-    pub samples: Vec<InputDocument>,
+    pub samples: Vec<Manifest>,
     /// A scorecard `Configuration`.
-    pub scorecard: Option<InputDocument>,
+    pub scorecard: Option<Manifest>,
     /// Other objects OLM installs from bundles (ConfigMaps, Secrets, ...).
-    pub others: Vec<InputDocument>,
+    pub others: Vec<Manifest>,
 }
 
 impl Collected {
@@ -138,7 +138,7 @@ pub fn deployment_service_account(deployment: &Value) -> String {
 }
 
 fn require_str<'a>(
-    doc: &'a InputDocument,
+    doc: &'a Manifest,
     pointer: &str,
     field: &str,
 ) -> Result<&'a str, GenerateBundleError> {
@@ -159,7 +159,7 @@ fn require_str<'a>(
 }
 
 fn require_array<'a>(
-    doc: &'a InputDocument,
+    doc: &'a Manifest,
     pointer: &str,
     field: &str,
 ) -> Result<&'a [Value], GenerateBundleError> {
@@ -175,7 +175,7 @@ fn require_array<'a>(
 }
 
 fn optional_bool(
-    doc: &InputDocument,
+    doc: &Manifest,
     v: &Value,
     key: &str,
     field: &str,
@@ -191,7 +191,7 @@ fn optional_bool(
     }
 }
 
-fn parse_crd(doc: &InputDocument) -> Result<Crd, GenerateBundleError> {
+fn parse_crd(doc: &Manifest) -> Result<Crd, GenerateBundleError> {
     if doc.api_version() != "apiextensions.k8s.io/v1" {
         return Err(GenerateBundleError::invalid(
             doc,
@@ -317,7 +317,7 @@ fn parse_crd(doc: &InputDocument) -> Result<Crd, GenerateBundleError> {
     })
 }
 
-fn check_deployment(doc: &InputDocument) -> Result<(), GenerateBundleError> {
+fn check_deployment(doc: &Manifest) -> Result<(), GenerateBundleError> {
     if doc.api_version() != "apps/v1" {
         return Err(GenerateBundleError::invalid(
             doc,
@@ -369,7 +369,7 @@ fn check_deployment(doc: &InputDocument) -> Result<(), GenerateBundleError> {
     Ok(())
 }
 
-fn check_binding(doc: &InputDocument) -> Result<(), GenerateBundleError> {
+fn check_binding(doc: &Manifest) -> Result<(), GenerateBundleError> {
     require_str(doc, "/roleRef/kind", "roleRef.kind")?;
     require_str(doc, "/roleRef/name", "roleRef.name")?;
     if let Some(s) = doc.object.get("subjects")
@@ -385,7 +385,7 @@ fn check_binding(doc: &InputDocument) -> Result<(), GenerateBundleError> {
     Ok(())
 }
 
-fn is_scorecard(doc: &InputDocument) -> bool {
+fn is_scorecard(doc: &Manifest) -> bool {
     doc.kind() == "Configuration"
         && doc
             .api_version()
@@ -394,7 +394,7 @@ fn is_scorecard(doc: &InputDocument) -> bool {
 
 /// Adds the `--samples` custom resources to the stream's, each of a served version of one of
 /// the manifests' CRDs (else OLM could not show it).
-fn add_samples(c: &mut Collected, samples: &[InputDocument]) -> Result<(), GenerateBundleError> {
+fn add_samples(c: &mut Collected, samples: &[Manifest]) -> Result<(), GenerateBundleError> {
     for doc in samples {
         if doc.kind().is_empty() || doc.api_version().is_empty() {
             return Err(GenerateBundleError::invalid(
@@ -426,10 +426,10 @@ fn add_samples(c: &mut Collected, samples: &[InputDocument]) -> Result<(), Gener
 /// mappings.
 fn choose_base(
     inputs: &super::GenerateInputs,
-    mut csvs: Vec<InputDocument>,
+    mut csvs: Vec<Manifest>,
     package: Option<&str>,
     notes: &mut Vec<String>,
-) -> Result<Option<InputDocument>, GenerateBundleError> {
+) -> Result<Option<Manifest>, GenerateBundleError> {
     let mut chosen = None;
     match (&inputs.base_csv, csvs.len()) {
         (Some(base), _) => {
@@ -446,9 +446,9 @@ fn choose_base(
             if !csvs.is_empty() {
                 notes.push(format!(
                     "using --base-csv {}; ignored the ClusterServiceVersion in the stream ({})",
-                    base.source,
+                    base.file,
                     csvs.iter()
-                        .map(InputDocument::label)
+                        .map(Manifest::label)
                         .collect::<Vec<_>>()
                         .join(", ")
                 ));
@@ -469,7 +469,7 @@ fn choose_base(
                         "using {} as the base CSV; ignored {}",
                         base.label(),
                         csvs.iter()
-                            .map(InputDocument::label)
+                            .map(Manifest::label)
                             .collect::<Vec<_>>()
                             .join(", ")
                     ));
@@ -478,7 +478,7 @@ fn choose_base(
                 None => {
                     return Err(GenerateBundleError::ManyBaseCsvs(
                         csvs.iter()
-                            .map(InputDocument::label)
+                            .map(Manifest::label)
                             .collect::<Vec<_>>()
                             .join(", "),
                     ));
@@ -519,7 +519,7 @@ pub fn collect(
             c.crds.push(parse_crd(doc)?);
         }
     }
-    let mut csvs: Vec<InputDocument> = Vec::new();
+    let mut csvs: Vec<Manifest> = Vec::new();
     let mut dropped: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for doc in unique {
         sort_document(&mut c, doc, &mut csvs, &mut dropped)?;
@@ -546,11 +546,9 @@ pub fn collect(
 /// The documents with identity fields checked and identical duplicates dropped (kustomize
 /// bases can repeat an object); different ones are an error, since only one of them could be
 /// installed.
-fn unique_documents(
-    manifests: &[InputDocument],
-) -> Result<Vec<InputDocument>, GenerateBundleError> {
+fn unique_documents(manifests: &[Manifest]) -> Result<Vec<Manifest>, GenerateBundleError> {
     let mut seen: HashMap<(String, String, String, String), usize> = HashMap::new();
-    let mut unique: Vec<InputDocument> = Vec::new();
+    let mut unique: Vec<Manifest> = Vec::new();
     for doc in manifests {
         if doc.api_version().is_empty() {
             return Err(GenerateBundleError::invalid(
@@ -591,8 +589,8 @@ fn unique_documents(
 /// cannot install to `dropped` (kind to names), CRDs are already parsed.
 fn sort_document(
     c: &mut Collected,
-    doc: InputDocument,
-    csvs: &mut Vec<InputDocument>,
+    doc: Manifest,
+    csvs: &mut Vec<Manifest>,
     dropped: &mut BTreeMap<String, Vec<String>>,
 ) -> Result<(), GenerateBundleError> {
     match doc.kind() {
@@ -646,7 +644,7 @@ fn sort_document(
 
 /// The webhooks of a Validating/MutatingWebhookConfiguration, each with a name and a
 /// `clientConfig`.
-fn admission_webhooks(doc: &InputDocument) -> Result<Vec<AdmissionWebhook>, GenerateBundleError> {
+fn admission_webhooks(doc: &Manifest) -> Result<Vec<AdmissionWebhook>, GenerateBundleError> {
     let mutating = doc.kind() == "MutatingWebhookConfiguration";
     let hooks = match doc.object.get("webhooks") {
         None | Some(Value::Null) => Vec::new(),

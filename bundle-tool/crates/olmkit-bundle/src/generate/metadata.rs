@@ -268,7 +268,7 @@ fn clean(object: &Value, settings: &Settings) -> Value {
 /// The Service as it goes into the bundle: without the ports that only route admission
 /// webhooks ([`Improvement::DropWebhookServices`]), or `None` when no port is left.
 fn bundle_service(
-    svc: &crate::load::InputDocument,
+    svc: &crate::model::Manifest,
     hooks: &Webhooks,
     settings: &Settings,
     notes: &mut Vec<String>,

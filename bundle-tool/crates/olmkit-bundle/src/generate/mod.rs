@@ -32,7 +32,7 @@ pub mod supported;
 pub mod upstream;
 pub mod webhooks;
 
-use crate::load::InputDocument;
+use crate::model::Manifest;
 use olmkit_core::docs::RenderDocumentError;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -66,11 +66,11 @@ pub struct GenerateOptions {
 #[derive(Clone, Debug, Default)]
 pub struct GenerateInputs {
     /// The operator's manifests (one stream).
-    pub manifests: Vec<InputDocument>,
+    pub manifests: Vec<Manifest>,
     /// `--base-csv`, when the base is not in the stream.
-    pub base_csv: Option<InputDocument>,
+    pub base_csv: Option<Manifest>,
     /// `--samples`: custom resources for `alm-examples`, in addition to those in the stream.
-    pub samples: Vec<InputDocument>,
+    pub samples: Vec<Manifest>,
 }
 
 impl GenerateInputs {
@@ -428,7 +428,7 @@ impl GenerateBundleError {
     }
 
     pub(crate) fn invalid(
-        doc: &InputDocument,
+        doc: &Manifest,
         field: impl Into<String>,
         message: impl Into<String>,
     ) -> Self {

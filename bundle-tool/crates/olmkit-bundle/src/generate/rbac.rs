@@ -90,7 +90,7 @@ pub fn split(c: &Collected, settings: &Settings) -> RbacSplit {
             .filter(|s| !s.is_empty())
             .cloned(),
     );
-    let find = |list: &[crate::load::InputDocument], name: &str| {
+    let find = |list: &[crate::model::Manifest], name: &str| {
         list.iter()
             .find(|d| d.name() == name)
             .map(|d| arr_at(&d.object, "/rules").to_vec())

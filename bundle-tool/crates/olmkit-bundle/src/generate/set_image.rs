@@ -207,16 +207,11 @@ pub fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::InputDocument;
+    use crate::model::Manifest;
     use serde_json::json;
 
-    fn doc(object: Value) -> InputDocument {
-        InputDocument {
-            source: "t".into(),
-            index: 1,
-            item: None,
-            object,
-        }
+    fn doc(object: Value) -> Manifest {
+        Manifest::new("t", 0, object)
     }
 
     fn deployment(images: &[(&str, &str)]) -> Value {

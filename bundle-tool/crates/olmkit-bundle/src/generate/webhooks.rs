@@ -25,7 +25,7 @@
 use super::GenerateBundleError;
 use super::collect::{AdmissionWebhook, Collected};
 use crate::json::{arr_at, str_at, string_map};
-use crate::load::InputDocument;
+use crate::model::Manifest;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -69,7 +69,7 @@ fn sorted_object(entries: BTreeMap<&str, Value>) -> Value {
 fn deployment_for_selector<'a>(
     c: &'a Collected,
     selector: &[(String, String)],
-) -> Option<&'a InputDocument> {
+) -> Option<&'a Manifest> {
     if selector.is_empty() {
         return None;
     }
@@ -115,7 +115,7 @@ fn insert_route(e: &mut BTreeMap<&str, Value>, r: Result<Route, String>) {
 #[allow(clippy::too_many_arguments)]
 fn route_or_guess(
     c: &Collected,
-    owner: &InputDocument,
+    owner: &Manifest,
     field: &str,
     service: &str,
     port: i64,
@@ -139,7 +139,7 @@ fn route_or_guess(
 /// name the referencing document and field in errors.
 fn route(
     c: &Collected,
-    owner: &InputDocument,
+    owner: &Manifest,
     field: &str,
     service: &str,
     port: i64,

@@ -10,8 +10,9 @@
 use crate::common;
 
 use common::*;
+use olmkit_bundle::Manifest;
 use olmkit_bundle::generate::{GenerateBundleError, GenerateInputs, generate_bundle};
-use olmkit_bundle::load::{InputDocument, load_manifest_stream};
+use olmkit_bundle::load::load_manifest_stream;
 use olmkit_bundle::{ValidateOptions, schemas, validate_bundle};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -271,7 +272,7 @@ fn flags_set_upgrade_edges_and_channels() {
 }
 
 fn stream_with(
-    edit: impl FnOnce(&mut Vec<InputDocument>),
+    edit: impl FnOnce(&mut Vec<Manifest>),
 ) -> Result<olmkit_bundle::GeneratedBundle, GenerateBundleError> {
     let mut docs = stream();
     edit(&mut docs);
@@ -298,7 +299,7 @@ fn errors_name_the_document_and_field() {
         .iter()
         .position(|d| d.kind() == "Deployment")
         .unwrap();
-    let index = stream()[pos].index;
+    let index = stream()[pos].doc_index + 1;
     assert_eq!(
         err.to_string(),
         format!(
@@ -338,7 +339,7 @@ fn errors_name_the_document_and_field() {
             .find(|d| d.kind() == "ClusterRole")
             .unwrap()
             .clone();
-        dup.index = 99;
+        dup.doc_index = 98;
         dup.object["rules"] = json!([]);
         docs.push(dup);
     })
@@ -556,9 +557,9 @@ mod fuzz {
 
         #[test]
         fn arbitrary_objects_never_panic_generation(objs in prop::collection::vec(arb_json(), 0..6), keep_stream in any::<bool>()) {
-            let mut docs: Vec<InputDocument> = if keep_stream { stream() } else { Vec::new() };
+            let mut docs: Vec<Manifest> = if keep_stream { stream() } else { Vec::new() };
             for (i, o) in objs.into_iter().enumerate() {
-                docs.push(InputDocument { source: "fuzz".into(), index: i + 1, item: None, object: o });
+                docs.push(Manifest::new("fuzz", i, o));
             }
             let _ = generate_bundle(&GenerateInputs { manifests: docs, ..Default::default() }, &options());
         }
@@ -790,12 +791,7 @@ fn every_kind_operator_registry_supports_is_kept() {
             ("PrometheusRule", "monitoring.coreos.com/v1"),
         ] {
             let obj = json!({"apiVersion": api, "kind": kind, "metadata": {"name": "x", "namespace": "ns"}, "spec": {}});
-            docs.push(InputDocument {
-                source: "<extra>".into(),
-                index: docs.len() + 1,
-                item: None,
-                object: obj,
-            });
+            docs.push(Manifest::new("<extra>", docs.len(), obj));
         }
     })
     .unwrap();
@@ -987,12 +983,11 @@ fn sdk_write_keeps_foreign_files_and_optionally_the_metadata() {
 
 #[test]
 fn unroutable_webhooks_fail_by_default_and_follow_operator_sdk_with_upstream_compat() {
-    let add_hook = |docs: &mut Vec<InputDocument>| {
-        docs.push(InputDocument {
-            source: "<extra>".into(),
-            index: 99,
-            item: None,
-            object: json!({
+    let add_hook = |docs: &mut Vec<Manifest>| {
+        docs.push(Manifest::new(
+            "<extra>",
+            98,
+            json!({
                 "apiVersion": "admissionregistration.k8s.io/v1",
                 "kind": "ValidatingWebhookConfiguration",
                 "metadata": {"name": "vcfg"},
@@ -1003,7 +998,7 @@ fn unroutable_webhooks_fail_by_default_and_follow_operator_sdk_with_upstream_com
                      "clientConfig": {"url": "https://example.com/validate"}},
                 ],
             }),
-        });
+        ));
     };
     let err = stream_with(add_hook).unwrap_err();
     assert!(

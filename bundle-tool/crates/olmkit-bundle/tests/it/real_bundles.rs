@@ -22,7 +22,7 @@ use crate::common;
 
 use common::*;
 use olmkit_bundle::generate::{GenerateInputs, GenerateOptions, generate_bundle};
-use olmkit_bundle::load::InputDocument;
+use olmkit_bundle::model::Manifest;
 use olmkit_bundle::{Bundle, Suite, ValidateOptions, load_bundle_dir, validate_bundle};
 use olmkit_core::Severity;
 use serde_json::{Value, json};
@@ -394,7 +394,7 @@ fn upgrade_chains_against_olm_v1() {
 /// Turns a published bundle back into what `kubectl kustomize config/manifests` of its project
 /// would print: the CSV's deployments and permissions as Deployments, ServiceAccounts,
 /// (Cluster)Roles and bindings, the examples as sample CRs, plus the bundle's other manifests.
-fn explode(bundle: &Bundle) -> Vec<InputDocument> {
+fn explode(bundle: &Bundle) -> Vec<Manifest> {
     let csv = bundle.csv().unwrap().object.clone();
     let ns = "authorino-operator";
     let mut out = vec![csv.clone()];
@@ -450,12 +450,7 @@ fn explode(bundle: &Bundle) -> Vec<InputDocument> {
     out.push(olmkit_core::docs::parse_document("scorecard", &scorecard).unwrap());
     out.into_iter()
         .enumerate()
-        .map(|(i, object)| InputDocument {
-            source: "authorino".into(),
-            index: i + 1,
-            item: None,
-            object,
-        })
+        .map(|(i, object)| Manifest::new("authorino", i, object))
         .collect()
 }
 

@@ -5,8 +5,9 @@
 #![allow(dead_code)]
 
 use olmkit_bundle::Bundle;
+use olmkit_bundle::Manifest;
 use olmkit_bundle::generate::{GenerateInputs, GenerateOptions, GeneratedBundle, generate_bundle};
-use olmkit_bundle::load::{InputDocument, load_manifest_stream};
+use olmkit_bundle::load::load_manifest_stream;
 use std::path::{Path, PathBuf};
 
 pub fn fixtures() -> PathBuf {
@@ -18,7 +19,7 @@ pub fn project() -> PathBuf {
 }
 
 /// `kubectl kustomize config/manifests` of the fixture project, as committed.
-pub fn stream() -> Vec<InputDocument> {
+pub fn stream() -> Vec<Manifest> {
     let bytes = std::fs::read(project().join("kustomized.yaml")).unwrap();
     load_manifest_stream("<stdin>", &bytes).unwrap()
 }
@@ -33,7 +34,7 @@ pub fn options() -> GenerateOptions {
     }
 }
 
-pub fn generate_with(docs: Vec<InputDocument>, options: &GenerateOptions) -> GeneratedBundle {
+pub fn generate_with(docs: Vec<Manifest>, options: &GenerateOptions) -> GeneratedBundle {
     generate_bundle(
         &GenerateInputs {
             manifests: docs,
