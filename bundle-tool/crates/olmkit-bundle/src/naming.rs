@@ -54,22 +54,12 @@ pub fn manifest_file_name(object: &Value, package: &str) -> String {
     }
 }
 
-/// Why `name` is not a DNS-1123 subdomain (the syntax of most Kubernetes object names), or
-/// `None` when it is one: apimachinery `IsDNS1123Subdomain`'s messages (from
-/// [`olmkit_core::k8s_name`]), joined with "," as operator-framework/api joins them.
+/// Why `name` is not a DNS-1123 subdomain, or `None` when it is one: apimachinery
+/// `IsDNS1123Subdomain`'s messages ([`olmkit_core::k8s_name`]), joined with "," as
+/// operator-framework/api joins them. Kept for the bundle generator; validators call
+/// `olmkit_core::k8s_name` directly.
 pub fn dns1123_subdomain_problem(name: &str) -> Option<String> {
     joined(k8s_name::dns1123_subdomain_errors(name))
-}
-
-/// Why `label` is not a DNS-1123 label (apimachinery `IsDNS1123Label`), or `None` when it is one.
-pub fn dns1123_label_problem(label: &str) -> Option<String> {
-    joined(k8s_name::dns1123_label_errors(label))
-}
-
-/// Why `label` is not a DNS-1035 label (apimachinery `IsDNS1035Label`: Service names, a CRD's
-/// names and version names), or `None` when it is one.
-pub fn dns1035_label_problem(label: &str) -> Option<String> {
-    joined(k8s_name::dns1035_label_errors(label))
 }
 
 fn joined(problems: Vec<String>) -> Option<String> {
@@ -203,7 +193,6 @@ mod tests {
         // (ServiceMonitor names like "<operator>-controller-manager-metrics-monitor").
         assert!(dns1123_subdomain_problem(&"a".repeat(64)).is_none());
         assert!(dns1123_subdomain_problem(&"a".repeat(254)).is_some());
-        assert!(dns1123_label_problem(&"a".repeat(64)).is_some());
     }
 
     #[test]

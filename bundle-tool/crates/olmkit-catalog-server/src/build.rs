@@ -360,7 +360,7 @@ fn push_blob(confine: &InputRoot, out: &mut ScannedFile, index: usize, blob: Blo
                     if let Err(e) = checked {
                         out.findings.push(
                             Finding::error(
-                                rules::BUNDLE_PROPERTIES,
+                                rules::BUNDLE_PROPERTIES.id,
                                 format!(
                                     "package {:?}, bundle {:?}: bundle object at index {i} (document {index}): {e}",
                                     b.package, b.name

@@ -97,6 +97,11 @@ impl Findings {
         &self.findings
     }
 
+    /// The findings, in the order reported.
+    pub fn into_findings(self) -> Vec<Finding> {
+        self.findings
+    }
+
     /// The report: every finding, normalized ([`Report::normalize`]).
     pub fn into_report(self) -> Report {
         let mut report = Report {

@@ -9,12 +9,13 @@
 //! apiextensions/v1 JSON schema and the Kubernetes schemas of other kinds are bundle-tool's
 //! own checks: Go drops unknown fields when it decodes, so they are warnings unless strict.
 
-use super::Ctx;
 use super::rules::{CRD_CONVERSION, CRD_SCHEMA, CRD_VERSIONS, KUBE_SCHEMA};
+use super::{Ctx, name_problem};
 use crate::json::{arr_at, str_at};
 use crate::model::Manifest;
 use crate::schemas;
 use olmkit_core::Rule;
+use olmkit_core::k8s_name;
 use serde_json::Value;
 
 /// What validation needs to know about a shipped CRD.
@@ -66,6 +67,8 @@ pub(crate) fn crd_facts(manifests: &[Manifest]) -> Vec<CrdFacts<'_>> {
         .collect()
 }
 
+/// `m` against its Kubernetes schema, as Go decodes it (`rule` is `crd-schema` or
+/// `kube-schema`; operator-sdk does not check it: stricter).
 fn schema_findings(ctx: &mut Ctx, m: &Manifest, rule: &Rule) {
     // Checked as Go decodes the object: `null`s are zero values; unknown fields (a leftover
     // v1beta1 `version` in a v1 CRD) are dropped, so they are warnings even when strict.
@@ -138,7 +141,7 @@ fn spec_names(ctx: &mut Ctx, m: &Manifest) {
     match str_at(o, "/spec/group").unwrap_or("") {
         "" => problems.push(("spec.group".into(), "Required value".into())),
         g => {
-            if let Some(p) = crate::naming::dns1123_subdomain_problem(g) {
+            if let Some(p) = name_problem(k8s_name::dns1123_subdomain_errors(g)) {
                 problems.push(("spec.group".into(), p));
             } else if !g.contains('.') {
                 problems.push((
@@ -180,7 +183,7 @@ fn spec_names(ctx: &mut Ctx, m: &Manifest) {
                 } else {
                     v.to_string()
                 };
-                if let Some(p) = crate::naming::dns1035_label_problem(&v) {
+                if let Some(p) = name_problem(k8s_name::dns1035_label_errors(&v)) {
                     problems.push((format!("spec.names.{key}"), p));
                 }
             }
@@ -188,13 +191,16 @@ fn spec_names(ctx: &mut Ctx, m: &Manifest) {
     }
     for key in ["shortNames", "categories"] {
         for (i, v) in arr_at(o, &format!("/spec/names/{key}")).iter().enumerate() {
-            if let Some(p) = crate::naming::dns1035_label_problem(v.as_str().unwrap_or("")) {
+            if let Some(p) = name_problem(k8s_name::dns1035_label_errors(v.as_str().unwrap_or("")))
+            {
                 problems.push((format!("spec.names.{key}[{i}]"), p));
             }
         }
     }
     for (i, v) in arr_at(o, "/spec/versions").iter().enumerate() {
-        if let Some(p) = crate::naming::dns1035_label_problem(str_at(v, "/name").unwrap_or("")) {
+        if let Some(p) = name_problem(k8s_name::dns1035_label_errors(
+            str_at(v, "/name").unwrap_or(""),
+        )) {
             problems.push((format!("spec.versions[{i}].name"), p));
         }
     }
@@ -213,7 +219,6 @@ pub(crate) fn check(ctx: &mut Ctx) {
             _ => schema_findings(ctx, m, &KUBE_SCHEMA),
         }
     }
-    let crds = crd_facts(&b.manifests);
     let webhook_crds: Vec<String> = arr_at(ctx.csv_obj(), "/spec/webhookdefinitions")
         .iter()
         .filter(|w| str_at(w, "/type") == Some("ConversionWebhook"))
@@ -225,13 +230,12 @@ pub(crate) fn check(ctx: &mut Ctx) {
                 .collect::<Vec<_>>()
         })
         .collect();
-    for crd in &crds {
+    for crd in &crd_facts(&b.manifests) {
         let m = crd.manifest;
-        let file = Some(m.file.as_str());
         let v1 = m.api_version() == "apiextensions.k8s.io/v1";
         if !v1 && m.api_version() != "apiextensions.k8s.io/v1beta1" {
             // operator-framework/api `loadBundle`: "unsupported CRD version".
-            ctx.at(file, Some("apiVersion")).error(
+            ctx.at(Some(&m.file), Some("apiVersion")).error(
                 &CRD_VERSIONS,
                 format!("unsupported CRD version {:?}", m.api_version()),
             );
@@ -242,72 +246,96 @@ pub(crate) fn check(ctx: &mut Ctx) {
         }
         preserve_unknown_fields(ctx, m, v1);
         spec_names(ctx, m);
-        if !crd.group.is_empty() {
-            let plural = str_at(&m.object, "/spec/names/plural").unwrap_or("");
-            let want = format!("{plural}.{}", crd.group);
-            if crd.name != want {
-                ctx.at(file, Some("metadata.name")).error(
-                    &CRD_VERSIONS,
-                    format!(
-                        "CRD name {:?} must be <plural>.<group> = {want:?}",
-                        crd.name
-                    ),
-                );
-            }
-        }
+        crd_name(ctx, crd);
         if crd.versions.is_empty() {
-            ctx.at(file, Some("spec.versions"))
+            ctx.at(Some(&m.file), Some("spec.versions"))
                 .error(&CRD_VERSIONS, format!("CRD {} lists no versions", crd.name));
             continue;
         }
-        let storage: Vec<&str> = crd.versions.iter().filter(|v| v.2).map(|v| v.0).collect();
-        match storage.len() {
-            1 => {}
-            0 => {
-                ctx.at(file, Some("spec.versions")).error(&CRD_VERSIONS, format!("CRD {} has no storage version; exactly one version must have storage: true", crd.name)).hint("mark the hub version with storage: true (kubebuilder: +kubebuilder:storageversion)");
-            }
-            _ => {
-                ctx.at(file, Some("spec.versions")).error(
-                    &CRD_VERSIONS,
-                    format!(
-                        "CRD {} has {} storage versions ({}); exactly one is allowed",
-                        crd.name,
-                        storage.len(),
-                        storage.join(", ")
-                    ),
-                );
-            }
-        }
-        if !crd.versions.iter().any(|v| v.1) {
-            ctx.at(file, Some("spec.versions"))
-                .error(&CRD_VERSIONS, format!("CRD {} serves no version", crd.name));
-        }
-        for (i, v) in crd.versions.iter().enumerate() {
-            if crd.versions[..i].iter().any(|w| w.0 == v.0) {
-                ctx.at(file, Some(&format!("spec.versions[{i}].name")))
-                    .error(&CRD_VERSIONS, format!("version {} is listed twice", v.0));
-            }
-        }
-        if crd.conversion_webhook && !webhook_crds.iter().any(|n| n == crd.name) {
-            // operator-sdk accepts it; OLM installs the CRD with a webhook nobody serves.
-            ctx.at(file, Some("spec.conversion.strategy")).stricter(&CRD_CONVERSION, format!("CRD {} converts with a webhook, but no ConversionWebhook in the CSV's webhookdefinitions lists it in conversionCRDs; OLM would install it with a webhook nobody serves", crd.name)).hint("regenerate the bundle with `bundle-tool generate bundle` (it derives the webhook definition from the CRD and its Service)");
-        }
-        if crd.conversion_webhook
-            && v1
-            && arr_at(
-                &m.object,
-                "/spec/conversion/webhook/conversionReviewVersions",
-            )
-            .is_empty()
-        {
-            ctx.at(
-                file,
-                Some("spec.conversion.webhook.conversionReviewVersions"),
-            )
-            .error(
-                &CRD_CONVERSION,
-                "a webhook conversion needs conversionReviewVersions (e.g. [v1])",
+        crd_version_list(ctx, crd);
+        conversion(ctx, crd, v1, &webhook_crds);
+    }
+}
+
+/// apiextensions `ValidateCustomResourceDefinition` (via operator-framework/api
+/// `validateInternalCRD`): the CRD is named `<plural>.<group>`.
+fn crd_name(ctx: &mut Ctx, crd: &CrdFacts<'_>) {
+    let m = crd.manifest;
+    let file = Some(m.file.as_str());
+    if !crd.group.is_empty() {
+        let plural = str_at(&m.object, "/spec/names/plural").unwrap_or("");
+        let want = format!("{plural}.{}", crd.group);
+        if crd.name != want {
+            ctx.at(file, Some("metadata.name")).error(
+                &CRD_VERSIONS,
+                format!(
+                    "CRD name {:?} must be <plural>.<group> = {want:?}",
+                    crd.name
+                ),
             );
         }
+    }
+}
+
+/// apiextensions `ValidateCustomResourceDefinition` (via operator-framework/api
+/// `validateInternalCRD`): exactly one storage version, at least one served, none twice.
+fn crd_version_list(ctx: &mut Ctx, crd: &CrdFacts<'_>) {
+    let file = Some(crd.manifest.file.as_str());
+    let storage: Vec<&str> = crd.versions.iter().filter(|v| v.2).map(|v| v.0).collect();
+    match storage.len() {
+        1 => {}
+        0 => {
+            ctx.at(file, Some("spec.versions")).error(&CRD_VERSIONS, format!("CRD {} has no storage version; exactly one version must have storage: true", crd.name)).hint("mark the hub version with storage: true (kubebuilder: +kubebuilder:storageversion)");
+        }
+        _ => {
+            ctx.at(file, Some("spec.versions")).error(
+                &CRD_VERSIONS,
+                format!(
+                    "CRD {} has {} storage versions ({}); exactly one is allowed",
+                    crd.name,
+                    storage.len(),
+                    storage.join(", ")
+                ),
+            );
+        }
+    }
+    if !crd.versions.iter().any(|v| v.1) {
+        ctx.at(file, Some("spec.versions"))
+            .error(&CRD_VERSIONS, format!("CRD {} serves no version", crd.name));
+    }
+    for (i, v) in crd.versions.iter().enumerate() {
+        if crd.versions[..i].iter().any(|w| w.0 == v.0) {
+            ctx.at(file, Some(&format!("spec.versions[{i}].name")))
+                .error(&CRD_VERSIONS, format!("version {} is listed twice", v.0));
+        }
+    }
+}
+
+/// A CRD converting with a webhook is wired to a ConversionWebhook definition of the CSV
+/// (operator-sdk accepts it, OLM installs the CRD with a webhook nobody serves: stricter), and
+/// a v1 one lists conversionReviewVersions (apiextensions `ValidateCustomResourceDefinition`).
+fn conversion(ctx: &mut Ctx, crd: &CrdFacts<'_>, v1: bool, webhook_crds: &[String]) {
+    let m = crd.manifest;
+    let file = Some(m.file.as_str());
+    if crd.conversion_webhook && !webhook_crds.iter().any(|n| n == crd.name) {
+        // operator-sdk accepts it; OLM installs the CRD with a webhook nobody serves.
+        ctx.at(file, Some("spec.conversion.strategy")).stricter(&CRD_CONVERSION, format!("CRD {} converts with a webhook, but no ConversionWebhook in the CSV's webhookdefinitions lists it in conversionCRDs; OLM would install it with a webhook nobody serves", crd.name)).hint("regenerate the bundle with `bundle-tool generate bundle` (it derives the webhook definition from the CRD and its Service)");
+    }
+    if crd.conversion_webhook
+        && v1
+        && arr_at(
+            &m.object,
+            "/spec/conversion/webhook/conversionReviewVersions",
+        )
+        .is_empty()
+    {
+        ctx.at(
+            file,
+            Some("spec.conversion.webhook.conversionReviewVersions"),
+        )
+        .error(
+            &CRD_CONVERSION,
+            "a webhook conversion needs conversionReviewVersions (e.g. [v1])",
+        );
     }
 }

@@ -46,9 +46,11 @@ pub(super) const INSTALL_MODES: [&str; 4] = [
 fn csv_name_problem(name: &str) -> Option<String> {
     let mut problems = olmkit_core::k8s_name::dns1123_subdomain_errors(name);
     problems.extend(olmkit_core::k8s_name::label_value_errors(name));
-    (!problems.is_empty()).then(|| problems.join(","))
+    super::name_problem(problems)
 }
 
+/// The CSV against OLM's ClusterServiceVersion CRD schema, as Go decodes it (operator-sdk
+/// does not check it: stricter; unknown fields, which Go drops, are warnings).
 fn schema(ctx: &mut Ctx, file: &str) {
     // The CSV as Go decodes it into `v1alpha1.ClusterServiceVersion`: `null`s are zero
     // values, and fields Go requires are always present afterwards (a missing
@@ -80,19 +82,33 @@ fn schema(ctx: &mut Ctx, file: &str) {
     }
 }
 
+/// The CSV's name, version and upgrade edges.
 fn names(ctx: &mut Ctx, file: &str) {
-    let csv = ctx.csv_obj();
-    let name = str_at(csv, "/metadata/name").unwrap_or("");
     let f = Some(file);
-    // operator-framework/api `parseCSVNameFormat`: a DNS-1123 subdomain that is also a valid
-    // label value (OLM copies it into labels, so at most 63 characters).
-    if let Some(p) = csv_name_problem(name) {
+    let name = ctx.csv_view().name().unwrap_or("");
+    let parsed = csv_name(ctx, f, name);
+    csv_version(ctx, f, parsed.as_ref().map(|p| &p.1));
+    csv_package(ctx, f, name, parsed.as_ref().map(|p| p.0.as_str()));
+    // Upgrade edges name CSVs, whose names need not start with the package name: compare
+    // with this CSV's own operator part.
+    let operator = package_of_csv_name(name);
+    replaces(ctx, f, name, operator);
+    skips(ctx, f, operator);
+    skip_range(ctx, f);
+}
+
+/// operator-framework/api `parseCSVNameFormat`: a DNS-1123 subdomain that is also a valid
+/// label value (OLM copies it into labels, so at most 63 characters): an error. Not shaped
+/// `<operator>.v<semver>`: a warning. Returns the name's operator and version parts.
+fn csv_name(ctx: &mut Ctx, f: Option<&str>, name: &str) -> Option<(String, semver::Version)> {
+    let problem = csv_name_problem(name);
+    if let Some(p) = &problem {
         ctx.at(f, Some("metadata.name"))
             .error(&CSV_NAME, format!("metadata.name {name:?} is invalid: {p}"));
     }
-    let parsed = match parse_csv_name(name) {
+    match parse_csv_name(name) {
         Ok(p) => Some(p),
-        Err(e) if csv_name_problem(name).is_none() => {
+        Err(e) if problem.is_none() => {
             ctx.at(f, Some("metadata.name"))
                 .warning(
                     &CSV_NAME,
@@ -102,83 +118,91 @@ fn names(ctx: &mut Ctx, file: &str) {
             None
         }
         Err(_) => None,
-    };
-    // A version that is not semver makes Go's decoding of the CSV fail (an upstream error);
-    // a missing one is allowed upstream (`version` is omitempty).
-    let version = match csv.pointer("/spec/version") {
+    }
+}
+
+/// `spec.version`: one that is not semver makes Go's decoding of the CSV fail (an upstream
+/// error: operator-framework/api's bundle loader decodes the typed CSV); a missing one is
+/// allowed upstream (`version` is omitempty; stricter), one differing from the name's a warning.
+fn csv_version(ctx: &mut Ctx, f: Option<&str>, name_version: Option<&semver::Version>) {
+    let field = ctx.csv_view().spec_field("version");
+    let at = ctx.at(f, Some("spec.version"));
+    let version = match field {
         Some(Value::String(v)) => match semver::Version::parse(v) {
-            Ok(v) => Some(v),
+            Ok(v) => v,
             Err(e) => {
-                ctx.at(f, Some("spec.version")).error(
-                    &CSV_VERSION,
-                    format!("spec.version {v:?} is not a semantic version: {e}"),
-                );
-                None
+                let msg = format!("spec.version {v:?} is not a semantic version: {e}");
+                at.error(&CSV_VERSION, msg);
+                return;
             }
         },
         None | Some(Value::Null) => {
-            ctx.at(f, Some("spec.version")).stricter(
-                &CSV_VERSION,
-                "spec.version is not set: OLM orders bundles by it",
-            );
-            None
+            let msg = "spec.version is not set: OLM orders bundles by it";
+            at.stricter(&CSV_VERSION, msg);
+            return;
         }
         Some(other) => {
-            ctx.at(f, Some("spec.version")).error(
+            let found = crate::json::type_name(other);
+            at.error(
                 &CSV_VERSION,
-                format!(
-                    "spec.version must be a string, found {}",
-                    crate::json::type_name(other)
-                ),
+                format!("spec.version must be a string, found {found}"),
             );
-            None
+            return;
         }
     };
-    if let (Some((_, nv)), Some(v)) = (&parsed, &version)
-        && nv != v
+    if let Some(nv) = name_version
+        && *nv != version
     {
-        ctx.at(f, Some("spec.version")).warning(&CSV_VERSION, format!("spec.version {v} differs from the version in metadata.name ({nv}); OLM uses spec.version, people read the name"));
+        at.warning(&CSV_VERSION, format!("spec.version {version} differs from the version in metadata.name ({nv}); OLM uses spec.version, people read the name"));
     }
-    let package = ctx.bundle.package().map(str::to_string);
-    let own_package = package_of_csv_name(name).to_string();
-    if let (Some(pkg), Some((op, _))) = (&package, &parsed)
+}
+
+/// The CSV name starts with the package name (a convention; stricter).
+fn csv_package(ctx: &mut Ctx, f: Option<&str>, name: &str, operator: Option<&str>) {
+    let Some(pkg) = ctx.bundle.package() else {
+        return;
+    };
+    if let Some(op) = operator
         && op != pkg
-        && own_package != *pkg
+        && package_of_csv_name(name) != pkg
     {
         ctx.at(f, Some("metadata.name")).warning(&CSV_PACKAGE, format!("CSV name {name:?} does not start with the package name {pkg:?}; the convention is <package>.v<version>"));
     }
-    // Upgrade edges name CSVs, whose names need not start with the package name: compare
-    // with this CSV's own operator part.
-    let pkg_for_edges = own_package;
-    let _ = package;
-    if let Some(r) = csv
-        .pointer("/spec/replaces")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-    {
-        if let Some(p) = csv_name_problem(r) {
-            ctx.at(f, Some("spec.replaces")).error(
-                &CSV_REPLACES,
-                format!("spec.replaces {r:?} is invalid: {p}"),
-            );
+}
+
+/// `spec.replaces`: operator-framework/api `parseCSVNameFormat` (an error); its shape, a CSV
+/// replacing itself and another operator's name are bundle-tool's own.
+fn replaces(ctx: &mut Ctx, f: Option<&str>, name: &str, operator: &str) {
+    let Some(r) = ctx.csv_view().replaces().filter(|s| !s.is_empty()) else {
+        return;
+    };
+    if let Some(p) = csv_name_problem(r) {
+        ctx.at(f, Some("spec.replaces")).error(
+            &CSV_REPLACES,
+            format!("spec.replaces {r:?} is invalid: {p}"),
+        );
+    }
+    match parse_csv_name(r) {
+        Err(e) => {
+            ctx.at(f, Some("spec.replaces"))
+                .stricter(&CSV_REPLACES, format!("spec.replaces {e}"));
         }
-        match parse_csv_name(r) {
-            Err(e) => {
+        Ok(_) => {
+            if r == name {
                 ctx.at(f, Some("spec.replaces"))
-                    .stricter(&CSV_REPLACES, format!("spec.replaces {e}"));
+                    .stricter(&CSV_REPLACES, format!("the CSV replaces itself ({r})"));
             }
-            Ok(_) => {
-                if r == name {
-                    ctx.at(f, Some("spec.replaces"))
-                        .stricter(&CSV_REPLACES, format!("the CSV replaces itself ({r})"));
-                }
-                if package_of_csv_name(r) != pkg_for_edges {
-                    ctx.at(f, Some("spec.replaces")).warning(&CSV_REPLACES, format!("spec.replaces {r:?} does not share this CSV's operator name {pkg_for_edges:?}; check it names a CSV of the same package")).hint(format!("usually {pkg_for_edges}.v<previous version>"));
-                }
+            if package_of_csv_name(r) != operator {
+                ctx.at(f, Some("spec.replaces")).warning(&CSV_REPLACES, format!("spec.replaces {r:?} does not share this CSV's operator name {operator:?}; check it names a CSV of the same package")).hint(format!("usually {operator}.v<previous version>"));
             }
         }
     }
-    for (i, s) in arr_at(csv, "/spec/skips").iter().enumerate() {
+}
+
+/// `spec.skips` entries are CSV names of this operator (bundle-tool's own; upstream does not
+/// look at them).
+fn skips(ctx: &mut Ctx, f: Option<&str>, operator: &str) {
+    for (i, s) in arr_at(ctx.csv_obj(), "/spec/skips").iter().enumerate() {
         let path = format!("spec.skips[{i}]");
         match s.as_str() {
             None | Some("") => {
@@ -191,13 +215,18 @@ fn names(ctx: &mut Ctx, file: &str) {
                         &CSV_SKIPS,
                         format!("{s:?} is not shaped <package>.v<semver>"),
                     );
-                } else if package_of_csv_name(s) != pkg_for_edges {
-                    ctx.at(f, Some(&path)).warning(&CSV_SKIPS, format!("{s:?} does not share this CSV's operator name {pkg_for_edges:?}; check it names a CSV of the same package"));
+                } else if package_of_csv_name(s) != operator {
+                    ctx.at(f, Some(&path)).warning(&CSV_SKIPS, format!("{s:?} does not share this CSV's operator name {operator:?}; check it names a CSV of the same package"));
                 }
             }
         }
     }
-    if let Some(r) = str_at(csv, "/metadata/annotations/olm.skipRange")
+}
+
+/// `olm.skipRange` parses as a blang/semver range (operator-sdk does not parse it; OLM and opm
+/// refuse the bundle's upgrade edges: stricter).
+fn skip_range(ctx: &mut Ctx, f: Option<&str>) {
+    if let Some(r) = ctx.csv_view().skip_range()
         && let Err(e) = VersionRange::parse(r)
     {
         // operator-sdk does not parse it; OLM and opm refuse the bundle's upgrade edges.
@@ -205,6 +234,8 @@ fn names(ctx: &mut Ctx, file: &str) {
     }
 }
 
+/// operator-framework/api `ValidateAnnotationNames`: OLM's case-sensitive annotation keys are
+/// spelled right (an error); `olm.properties` is not used (a warning, as upstream).
 fn annotations(ctx: &mut Ctx, file: &str) {
     let csv = ctx.csv_obj();
     let f = Some(file);
@@ -263,10 +294,14 @@ pub(crate) fn min_kube_findings(ctx: &mut Ctx, file: &str, rule: &Rule) {
     }
 }
 
+/// operator-framework/api `validateMinKubeVersion` ([`min_kube_findings`]).
 fn min_kube(ctx: &mut Ctx, file: &str) {
     min_kube_findings(ctx, file, &CSV_MIN_KUBE_VERSION);
 }
 
+/// operator-framework/api `validateInstallModes`: install modes exist, one is supported, only
+/// AllNamespaces with conversion CRDs (errors); duplicates and unknown types (upstream never
+/// reports them: stricter).
 fn install_modes(ctx: &mut Ctx, file: &str) {
     let csv = ctx.csv_obj();
     let f = Some(file);
@@ -326,13 +361,23 @@ fn owned_keys(csv: &Value) -> Vec<(usize, String, String, String)> {
         .collect()
 }
 
+/// operator-framework/api `validateExamplesAnnotations`: the examples parse, and every example
+/// is of an API the CSV provides (errors); every provided API has one (a warning).
 fn examples(ctx: &mut Ctx, file: &str) {
+    if let Some((path, list)) = example_list(ctx, file) {
+        examples_of_provided_apis(ctx, file, &path, &list);
+    }
+}
+
+/// The examples annotation (`alm-examples`, or `olm.examples`) parsed as a JSON list of
+/// objects (`validateJSON`; empty is allowed), with its path.
+fn example_list(ctx: &mut Ctx, file: &str) -> Option<(String, Vec<Value>)> {
     let csv = ctx.csv_obj();
     let f = Some(file);
     let ann = csv
         .pointer("/metadata/annotations")
         .and_then(Value::as_object);
-    let Some(ann) = ann else { return };
+    let ann = ann?;
     let (text, key) = match (ann.get("alm-examples"), ann.get("olm.examples")) {
         (Some(a), Some(_)) => {
             ctx.at(f, Some("metadata.annotations")).warning(
@@ -346,14 +391,14 @@ fn examples(ctx: &mut Ctx, file: &str) {
         (None, None) => {
             ctx.at(f, Some("metadata.annotations"))
                 .warning(&CSV_EXAMPLES, "example annotations not found");
-            return;
+            return None;
         }
     };
     let path = format!("metadata.annotations.{key}");
     let Some(text) = text.as_str() else {
         ctx.at(f, Some(&path))
             .error(&CSV_EXAMPLES, "must be a string holding a JSON list");
-        return;
+        return None;
     };
     // operator-framework/api `validateExamplesAnnotations`: the text must be JSON
     // (`validateJSON`; empty is allowed) holding a list of objects.
@@ -376,15 +421,23 @@ fn examples(ctx: &mut Ctx, file: &str) {
                     "error decoding example CustomResource: expected a list of objects, found {}",
                     crate::json::type_name(&other)
                 ));
-                return;
+                return None;
             }
             Err(msg) => {
                 ctx.at(f, Some(&path))
                     .error(&CSV_EXAMPLES, msg)
                     .hint("alm-examples must be a JSON list of custom resources");
-                return;
+                return None;
             }
         };
+    Some((path, list))
+}
+
+/// Every example is of a provided API (an owned CRD version or APIService: an error); every
+/// provided API has an example (a warning).
+fn examples_of_provided_apis(ctx: &mut Ctx, file: &str, path: &str, list: &[Value]) {
+    let csv = ctx.csv_obj();
+    let f = Some(file);
     let mut provided: BTreeSet<(String, String, String)> = owned_keys(csv)
         .into_iter()
         .map(|(_, g, v, k)| (g, v, k))
@@ -409,7 +462,7 @@ fn examples(ctx: &mut Ctx, file: &str) {
     }
     for (g, v, k) in provided {
         if !seen.contains(&(g.clone(), v.clone(), k.clone())) {
-            ctx.at(f, Some(&path)).warning(
+            ctx.at(f, Some(path)).warning(
                 &CSV_EXAMPLES,
                 format!("provided API {g}/{v} {k} should have an example annotation"),
             );
@@ -417,6 +470,8 @@ fn examples(ctx: &mut Ctx, file: &str) {
     }
 }
 
+/// operator-framework/api `validateVersionKind` and `checkEmptyFields`: fields without
+/// `omitempty` are set (errors); a blank display name or another strategy (stricter).
 fn required(ctx: &mut Ctx, file: &str) {
     let csv = ctx.csv_obj();
     let f = Some(file);
@@ -469,6 +524,8 @@ fn required(ctx: &mut Ctx, file: &str) {
     }
 }
 
+/// operator-framework/api `validateOwnedCRDs`: owned CRDs are shipped and shipped CRDs owned
+/// (errors); an entry listed twice, a served version not listed (warnings).
 fn owned_crds(ctx: &mut Ctx, file: &str) {
     let csv = ctx.csv_obj();
     let f = Some(file);
@@ -546,6 +603,9 @@ fn owned_crds(ctx: &mut Ctx, file: &str) {
     }
 }
 
+/// `spec.webhookdefinitions`: what OLM checks when it installs webhooks (operator-sdk does not
+/// look: stricter): unique names, an install deployment serving each, a port number, and per
+/// type [`conversion_webhook`] and [`admission_webhook`].
 fn webhooks(ctx: &mut Ctx, file: &str) {
     let csv = ctx.csv_obj();
     let f = Some(file);
@@ -585,54 +645,71 @@ fn webhooks(ctx: &mut Ctx, file: &str) {
             );
         }
         match wtype {
-            "ConversionWebhook" => {
-                let conv = arr_at(w, "/conversionCRDs");
-                if conv.is_empty() {
-                    ctx.at(f, Some(&format!("{base}.conversionCRDs"))).stricter(
-                        &CSV_WEBHOOKS,
-                        "a ConversionWebhook must list the CRDs it converts in conversionCRDs",
-                    );
-                }
-                for (j, c) in conv.iter().enumerate() {
-                    let c = c.as_str().unwrap_or("");
-                    if !crd_names.contains(c) || !owned_names.contains(c) {
-                        ctx.at(f, Some(&format!("{base}.conversionCRDs[{j}]"))).stricter(&CSV_WEBHOOKS, format!("conversion CRD {c:?} is not a CRD owned by the CSV and shipped in the bundle; OLM only wires conversion for owned CRDs"));
-                    }
-                }
-            }
+            "ConversionWebhook" => conversion_webhook(ctx, f, &base, w, &crd_names, &owned_names),
             "ValidatingAdmissionWebhook" | "MutatingAdmissionWebhook" => {
-                if w.get("sideEffects").is_none() {
-                    ctx.at(f, Some(&format!("{base}.sideEffects"))).stricter(
-                        &CSV_WEBHOOKS,
-                        "admission webhooks need sideEffects (None or NoneOnDryRun)",
-                    );
-                }
-                if arr_at(w, "/admissionReviewVersions").is_empty() {
-                    ctx.at(f, Some(&format!("{base}.admissionReviewVersions")))
-                        .stricter(
-                            &CSV_WEBHOOKS,
-                            "admission webhooks need admissionReviewVersions (e.g. [v1])",
-                        );
-                }
-                for (j, rule) in arr_at(w, "/rules").iter().enumerate() {
-                    let groups: Vec<&str> = arr_at(rule, "/apiGroups")
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .collect();
-                    let resources: Vec<&str> = arr_at(rule, "/resources")
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .collect();
-                    let olm_group = groups
-                        .iter()
-                        .any(|g| *g == "*" || *g == "operators.coreos.com");
-                    let all_resources = resources.iter().any(|r| *r == "*" || *r == "*/*");
-                    if olm_group && (groups.contains(&"operators.coreos.com") || all_resources) {
-                        ctx.at(f, Some(&format!("{base}.rules[{j}]"))).stricter(&CSV_WEBHOOKS, format!("webhook {gname} intercepts OLM's own resources (operators.coreos.com); OLM refuses such webhooks because they could block it")).hint("narrow apiGroups/resources to the operator's own API");
-                    }
-                }
+                admission_webhook(ctx, f, &base, gname, w)
             }
             _ => {}
+        }
+    }
+}
+
+/// A ConversionWebhook lists the CRDs it converts, each owned by the CSV and shipped (OLM only
+/// wires conversion for those; stricter).
+fn conversion_webhook(
+    ctx: &mut Ctx,
+    f: Option<&str>,
+    base: &str,
+    w: &Value,
+    crd_names: &BTreeSet<String>,
+    owned_names: &BTreeSet<&str>,
+) {
+    let conv = arr_at(w, "/conversionCRDs");
+    if conv.is_empty() {
+        ctx.at(f, Some(&format!("{base}.conversionCRDs"))).stricter(
+            &CSV_WEBHOOKS,
+            "a ConversionWebhook must list the CRDs it converts in conversionCRDs",
+        );
+    }
+    for (j, c) in conv.iter().enumerate() {
+        let c = c.as_str().unwrap_or("");
+        if !crd_names.contains(c) || !owned_names.contains(c) {
+            ctx.at(f, Some(&format!("{base}.conversionCRDs[{j}]"))).stricter(&CSV_WEBHOOKS, format!("conversion CRD {c:?} is not a CRD owned by the CSV and shipped in the bundle; OLM only wires conversion for owned CRDs"));
+        }
+    }
+}
+
+/// An admission webhook has sideEffects and admissionReviewVersions (the API server requires
+/// them) and does not intercept OLM's own resources (OLM refuses it; stricter).
+fn admission_webhook(ctx: &mut Ctx, f: Option<&str>, base: &str, gname: &str, w: &Value) {
+    if w.get("sideEffects").is_none() {
+        ctx.at(f, Some(&format!("{base}.sideEffects"))).stricter(
+            &CSV_WEBHOOKS,
+            "admission webhooks need sideEffects (None or NoneOnDryRun)",
+        );
+    }
+    if arr_at(w, "/admissionReviewVersions").is_empty() {
+        ctx.at(f, Some(&format!("{base}.admissionReviewVersions")))
+            .stricter(
+                &CSV_WEBHOOKS,
+                "admission webhooks need admissionReviewVersions (e.g. [v1])",
+            );
+    }
+    for (j, rule) in arr_at(w, "/rules").iter().enumerate() {
+        let groups: Vec<&str> = arr_at(rule, "/apiGroups")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let resources: Vec<&str> = arr_at(rule, "/resources")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let olm_group = groups
+            .iter()
+            .any(|g| *g == "*" || *g == "operators.coreos.com");
+        let all_resources = resources.iter().any(|r| *r == "*" || *r == "*/*");
+        if olm_group && (groups.contains(&"operators.coreos.com") || all_resources) {
+            ctx.at(f, Some(&format!("{base}.rules[{j}]"))).stricter(&CSV_WEBHOOKS, format!("webhook {gname} intercepts OLM's own resources (operators.coreos.com); OLM refuses such webhooks because they could block it")).hint("narrow apiGroups/resources to the operator's own API");
         }
     }
 }
@@ -640,13 +717,20 @@ fn webhooks(ctx: &mut Ctx, file: &str) {
 /// Runs the CSV checks (nothing when the bundle has no CSV; `csv-missing` reports that).
 pub(crate) fn check(ctx: &mut Ctx) {
     let Some(file) = ctx.csv_file() else { return };
-    schema(ctx, file);
-    names(ctx, file);
-    annotations(ctx, file);
-    min_kube(ctx, file);
-    install_modes(ctx, file);
-    examples(ctx, file);
-    required(ctx, file);
-    owned_crds(ctx, file);
-    webhooks(ctx, file);
+    for check in CHECKS {
+        check(ctx, file);
+    }
 }
+
+/// The CSV checks, each given the CSV file.
+const CHECKS: &[fn(&mut Ctx, &str)] = &[
+    schema,
+    names,
+    annotations,
+    min_kube,
+    install_modes,
+    examples,
+    required,
+    owned_crds,
+    webhooks,
+];

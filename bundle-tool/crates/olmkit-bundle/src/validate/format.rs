@@ -7,18 +7,18 @@
 //! sum at most 1 MiB, a warning above 85%). Dockerfile labels, names, per-object sizes and
 //! removed APIs are bundle-tool's own checks: warnings, errors only with `suite=strict`.
 
-use super::Ctx;
 use super::rules::{
     BUNDLE_ANNOTATIONS, BUNDLE_DEFAULT_CHANNEL, BUNDLE_SIZE, CSV_MISSING, DEPRECATED_API,
     DOCKERFILE_COPY, DOCKERFILE_LABELS, MANIFEST_KIND, MANIFEST_METADATA, MANIFEST_NAMESPACE,
     MANIFEST_SIZE, YAML_SYNTAX,
 };
+use super::{Ctx, name_problem};
 use crate::json::str_at;
 use crate::kinds;
-use crate::model::keys;
-use crate::naming::dns1123_subdomain_problem;
+use crate::model::{Manifest, keys};
 use flate2::Compression;
 use flate2::write::GzEncoder;
+use olmkit_core::k8s_name;
 use std::collections::BTreeMap;
 use std::io::Write;
 
@@ -103,6 +103,8 @@ pub fn parse_tolerant(v: &str) -> Option<semver::Version> {
     semver::Version::parse(&s).ok()
 }
 
+/// operator-registry `validateAnnotations`: metadata/annotations.yaml exists with every key, the
+/// registry+v1 media type and channels (errors); other values and blank entries (stricter).
 fn annotations(ctx: &mut Ctx) {
     let b = ctx.bundle;
     let Some(file) = b.annotations_file.clone() else {
@@ -147,8 +149,16 @@ fn annotations(ctx: &mut Ctx) {
             _ => {}
         }
     }
+    package_and_channels(ctx, file);
+    default_channel(ctx, file);
+}
+
+/// The package name is a DNS-1123 subdomain and the channel list has no empty entry
+/// (operator-registry does not look: stricter).
+fn package_and_channels(ctx: &mut Ctx, file: Option<&str>) {
+    let b = ctx.bundle;
     if let Some(p) = b.package()
-        && let Some(problem) = dns1123_subdomain_problem(p)
+        && let Some(problem) = name_problem(k8s_name::dns1123_subdomain_errors(p))
     {
         ctx.at(file, Some(&format!("annotations.{}", keys::PACKAGE)))
             .stricter(
@@ -156,7 +166,6 @@ fn annotations(ctx: &mut Ctx) {
                 format!("package name {p:?} is invalid: {problem}"),
             );
     }
-    let channels = b.channels();
     if let Some(raw) = b.annotations.get(keys::CHANNELS)
         && raw.split(',').any(|c| c.trim().is_empty())
         && !raw.trim().is_empty()
@@ -167,6 +176,14 @@ fn annotations(ctx: &mut Ctx) {
                 format!("channel list {raw:?} has an empty entry"),
             );
     }
+}
+
+/// operator-registry `validateAnnotations`: a default channel annotation is not empty (an
+/// error); one that is not among the bundle's channels is accepted upstream (the catalog
+/// decides the package's default channel: stricter).
+fn default_channel(ctx: &mut Ctx, file: Option<&str>) {
+    let b = ctx.bundle;
+    let channels = b.channels();
     if let Some(d) = b.annotations.get(keys::DEFAULT_CHANNEL) {
         let path = format!("annotations.{}", keys::DEFAULT_CHANNEL);
         if d.is_empty() {
@@ -187,6 +204,8 @@ fn annotations(ctx: &mut Ctx) {
     }
 }
 
+/// bundle.Dockerfile LABELs equal the annotations and its COPY sources exist (bundle-tool's
+/// own: warnings).
 fn dockerfile(ctx: &mut Ctx) {
     let b = ctx.bundle;
     let Some(labels) = &b.dockerfile_labels else {
@@ -291,6 +310,8 @@ fn manifest_folder(ctx: &mut Ctx) {
     }
 }
 
+/// Every manifest: an object with apiVersion, kind and name, of a kind OLM installs, named
+/// validly and once, without a namespace and not on a removed API; then exactly one CSV.
 fn manifests(ctx: &mut Ctx) {
     manifest_folder(ctx);
     let b = ctx.bundle;
@@ -302,7 +323,7 @@ fn manifests(ctx: &mut Ctx) {
     let mut csvs = Vec::new();
     for m in &b.manifests {
         let file = Some(m.file.as_str());
-        let (api, kind, name) = (m.api_version(), m.kind(), m.name());
+        let (api, kind) = (m.api_version(), m.kind());
         if !m.object.is_object() {
             ctx.at(file, None).error(
                 &MANIFEST_METADATA,
@@ -329,67 +350,95 @@ fn manifests(ctx: &mut Ctx) {
                     kinds::supported_list()
                 ));
         }
-        if name.is_empty() {
-            ctx.at(file, Some("metadata.name"))
-                .error(&MANIFEST_METADATA, "metadata.name is required");
-        } else {
-            let problem = match kind {
-                // RBAC names are path segments and may contain ':' (e.g. system:...).
-                "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding" => {
-                    (name.contains('/') || name.contains('%') || name == "." || name == "..")
-                        .then(|| "may not contain '/' or '%'".to_string())
-                }
-                "Service" => crate::naming::dns1035_label_problem(name),
-                _ => dns1123_subdomain_problem(name),
-            };
-            // operator-sdk validates metadata without a name check (ValidateObjectMetaAccessor
-            // with a no-op name function), so name syntax is ours to judge.
-            if let Some(p) = problem {
-                ctx.at(file, Some("metadata.name")).stricter(
-                    &MANIFEST_METADATA,
-                    format!("{name:?} is not a valid {kind} name: {p}"),
-                );
-            }
-            let key = (kind.to_string(), name.to_string());
-            if let Some(first) = seen.get(&key) {
-                ctx.at(file, Some("metadata.name")).stricter(&MANIFEST_METADATA, format!("{kind} {name} is also defined in {first}; OLM would install only one of them"));
-            } else {
-                seen.insert(key, m.file.clone());
-            }
-        }
-        if kinds::is_namespaced(kind) == Some(true)
-            && kind != kinds::CSV
-            && str_at(&m.object, "/metadata/namespace").is_some_and(|n| !n.is_empty())
-        {
-            ctx.at(file, Some("metadata.namespace")).warning(&MANIFEST_NAMESPACE, format!("{kind} {name} sets a namespace; OLM installs bundle objects into the operator's namespace and ignores it")).hint("remove metadata.namespace (bundle-tool generate bundle does)");
-        }
-        if let Some((_, _, removed)) = REMOVED_APIS
-            .iter()
-            .find(|(a, k, _)| *a == api && (k.is_empty() || *k == kind))
-        {
-            let removed_v = semver::Version::parse(removed).ok();
-            let msg =
-                format!("{kind} {name} uses {api}, which Kubernetes {removed} no longer serves");
-            let is_error = match (&min_kube, &removed_v) {
-                (Some(min), Some(r)) => min >= r,
-                _ => false,
-            };
-            // The default suite of operator-sdk has no removed-API check (the operatorhub suite
-            // has upstream's, see optional.rs), so this is a warning unless strict.
-            let reported = if is_error {
-                ctx.at(file, Some("apiVersion")).stricter(
-                    &DEPRECATED_API,
-                    format!("{msg}, and spec.minKubeVersion says the bundle targets it"),
-                )
-            } else {
-                ctx.at(file, Some("apiVersion")).warning(
-                    &DEPRECATED_API,
-                    format!("{msg}; the bundle cannot install there"),
-                )
-            };
-            reported.hint("migrate the object to a current API version");
-        }
+        manifest_name(ctx, m, &mut seen);
+        manifest_namespace(ctx, m);
+        deprecated_api(ctx, m, min_kube.as_ref());
     }
+    csv_count(ctx, &csvs);
+}
+
+/// operator-sdk `ValidateBundleContent` requires `metadata.name` (an error); it validates
+/// metadata without a name check (`ValidateObjectMetaAccessor` with a no-op name function), so
+/// name syntax per kind and duplicates are bundle-tool's own (stricter).
+fn manifest_name(ctx: &mut Ctx, m: &Manifest, seen: &mut BTreeMap<(String, String), String>) {
+    let (file, kind, name) = (Some(m.file.as_str()), m.kind(), m.name());
+    if name.is_empty() {
+        ctx.at(file, Some("metadata.name"))
+            .error(&MANIFEST_METADATA, "metadata.name is required");
+        return;
+    }
+    let problem = match kind {
+        // RBAC names are path segments and may contain ':' (e.g. system:...).
+        "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding" => {
+            (name.contains('/') || name.contains('%') || name == "." || name == "..")
+                .then(|| "may not contain '/' or '%'".to_string())
+        }
+        "Service" => name_problem(k8s_name::dns1035_label_errors(name)),
+        _ => name_problem(k8s_name::dns1123_subdomain_errors(name)),
+    };
+    if let Some(p) = problem {
+        ctx.at(file, Some("metadata.name")).stricter(
+            &MANIFEST_METADATA,
+            format!("{name:?} is not a valid {kind} name: {p}"),
+        );
+    }
+    let key = (kind.to_string(), name.to_string());
+    if let Some(first) = seen.get(&key) {
+        ctx.at(file, Some("metadata.name")).stricter(
+            &MANIFEST_METADATA,
+            format!("{kind} {name} is also defined in {first}; OLM would install only one of them"),
+        );
+    } else {
+        seen.insert(key, m.file.clone());
+    }
+}
+
+/// Namespaced manifests carry no namespace: OLM installs them into the operator's namespace
+/// and ignores it (bundle-tool's own: a warning).
+fn manifest_namespace(ctx: &mut Ctx, m: &Manifest) {
+    let (kind, name) = (m.kind(), m.name());
+    if kinds::is_namespaced(kind) == Some(true)
+        && kind != kinds::CSV
+        && str_at(&m.object, "/metadata/namespace").is_some_and(|n| !n.is_empty())
+    {
+        ctx.at(Some(&m.file), Some("metadata.namespace")).warning(&MANIFEST_NAMESPACE, format!("{kind} {name} sets a namespace; OLM installs bundle objects into the operator's namespace and ignores it")).hint("remove metadata.namespace (bundle-tool generate bundle does)");
+    }
+}
+
+/// No manifest uses an API Kubernetes removed. The default suite of operator-sdk has no
+/// removed-API check (the operatorhub suite has upstream's `validateDeprecatedAPIS`, see
+/// optional.rs), so this is a warning, stricter when `minKubeVersion` is past the removal.
+fn deprecated_api(ctx: &mut Ctx, m: &Manifest, min_kube: Option<&semver::Version>) {
+    let (api, kind, name) = (m.api_version(), m.kind(), m.name());
+    let Some((_, _, removed)) = REMOVED_APIS
+        .iter()
+        .find(|(a, k, _)| *a == api && (k.is_empty() || *k == kind))
+    else {
+        return;
+    };
+    let removed_v = semver::Version::parse(removed).ok();
+    let msg = format!("{kind} {name} uses {api}, which Kubernetes {removed} no longer serves");
+    let is_error = match (min_kube, &removed_v) {
+        (Some(min), Some(r)) => min >= r,
+        _ => false,
+    };
+    let at = ctx.at(Some(&m.file), Some("apiVersion"));
+    let reported = if is_error {
+        at.stricter(
+            &DEPRECATED_API,
+            format!("{msg}, and spec.minKubeVersion says the bundle targets it"),
+        )
+    } else {
+        at.warning(
+            &DEPRECATED_API,
+            format!("{msg}; the bundle cannot install there"),
+        )
+    };
+    reported.hint("migrate the object to a current API version");
+}
+
+/// operator-framework/api `loadBundle`: a bundle has exactly one ClusterServiceVersion.
+fn csv_count(ctx: &mut Ctx, csvs: &[String]) {
     match csvs.len() {
         0 => {
             ctx.at(Some("manifests/"), None).error(&CSV_MISSING, "the bundle has no ClusterServiceVersion").hint("a registry+v1 bundle needs exactly one CSV; generate it with `bundle-tool generate bundle`");

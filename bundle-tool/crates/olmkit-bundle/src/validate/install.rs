@@ -7,10 +7,11 @@
 //! like a deployment's `serviceAccountName` (an error, as upstream). Everything else here is
 //! bundle-tool's own judgement of what OLM would fail on: warnings, errors with `suite=strict`.
 
-use super::Ctx;
 use super::rules::{INSTALL_DEPLOYMENTS, INSTALL_PERMISSIONS, INSTALL_SERVICE_ACCOUNTS};
+use super::{Ctx, name_problem};
 use crate::json::{arr_at, str_at, string_map};
 use crate::schemas;
+use olmkit_core::k8s_name;
 use std::collections::BTreeSet;
 
 fn deployment_sa(spec: &serde_json::Value) -> String {
@@ -60,7 +61,7 @@ fn decode_and_range(
     undecodable
 }
 
-/// Runs the install checks.
+/// Runs the install checks: each install deployment, then the service accounts.
 pub(crate) fn check(ctx: &mut Ctx) {
     let Some(file) = ctx.csv_file() else { return };
     let csv = ctx.csv_obj();
@@ -78,72 +79,127 @@ pub(crate) fn check(ctx: &mut Ctx) {
     for (i, d) in deployments.iter().enumerate() {
         let base = format!("spec.install.spec.deployments[{i}]");
         let name = str_at(d, "/name").unwrap_or("");
-        if name.is_empty() {
-            ctx.at(f, Some(&format!("{base}.name")))
-                .stricter(&INSTALL_DEPLOYMENTS, "deployment name is required");
-        } else if !names.insert(name.to_string()) {
-            ctx.at(f, Some(&format!("{base}.name"))).stricter(
-                &INSTALL_DEPLOYMENTS,
-                format!("deployment {name} is listed twice"),
-            );
-        } else if let Some(p) = crate::naming::dns1123_subdomain_problem(name) {
-            ctx.at(f, Some(&format!("{base}.name"))).stricter(
-                &INSTALL_DEPLOYMENTS,
-                format!("{name:?} is not a valid Deployment name: {p}"),
-            );
-        }
+        deployment_name(ctx, f, &base, name, &mut names);
         let Some(spec) = d.get("spec") else {
             ctx.at(f, Some(&format!("{base}.spec")))
                 .stricter(&INSTALL_DEPLOYMENTS, "deployment spec is required");
             continue;
         };
         let undecodable = decode_and_range(ctx, f, &base, name, spec);
-        // As Go decodes it: `null`s are zero values, unknown fields (a stray `containers`
-        // key in a pod template) are dropped: a warning even when strict.
-        match schemas::validate_deployment_spec(
-            if name.is_empty() { "deployment" } else { name },
-            &crate::json::without_nulls(spec),
-        ) {
-            Ok(violations) => {
-                for v in violations
-                    .into_iter()
-                    .filter(|v| !undecodable.contains(&v.path))
-                {
-                    let path = if v.path.is_empty() {
-                        format!("{base}.spec")
-                    } else {
-                        format!("{base}.spec.{}", v.path)
-                    };
-                    let msg = format!("deployment {name}: {}", v.message);
-                    if crate::json::is_unknown_field(&v.message) {
-                        let msg = format!("{msg} (ignored: Go drops unknown fields)");
-                        ctx.at(f, Some(&path)).warning(&INSTALL_DEPLOYMENTS, msg);
-                    } else {
-                        ctx.at(f, Some(&path)).stricter(&INSTALL_DEPLOYMENTS, msg);
-                    }
-                }
-            }
-            Err(e) => {
-                ctx.at(f, Some(&format!("{base}.spec"))).stricter(
-                    &INSTALL_DEPLOYMENTS,
-                    format!("cannot check against the Deployment schema: {e}"),
-                );
-            }
-        }
-        let selector = string_map(spec, "/selector/matchLabels");
-        let labels = string_map(spec, "/template/metadata/labels");
-        let has_expressions = !arr_at(spec, "/selector/matchExpressions").is_empty();
-        if selector.is_empty() && !has_expressions {
-            ctx.at(f, Some(&format!("{base}.spec.selector"))).stricter(&INSTALL_DEPLOYMENTS, format!("deployment {name} has an empty selector; apps/v1 requires one matching the pod template labels"));
-        }
-        for (k, v) in &selector {
-            if !labels.iter().any(|(lk, lv)| lk == k && lv == v) {
-                ctx.at(f, Some(&format!("{base}.spec.selector.matchLabels.{k}"))).stricter(&INSTALL_DEPLOYMENTS, format!("selector {k}={v} does not match the pod template labels, so the API server would reject deployment {name}"));
-            }
-        }
+        deployment_schema(ctx, f, &base, name, spec, &undecodable);
+        deployment_selector(ctx, f, &base, name, spec);
         used_accounts.insert(deployment_sa(spec));
     }
+    let created = permissions(ctx, f, csv, &used_accounts);
+    let bundled = bundled_service_accounts(ctx, deployments, &used_accounts);
+    for sa in &used_accounts {
+        if sa == "default" || created.contains(sa) || bundled.iter().any(|n| n == sa) {
+            continue;
+        }
+        ctx.at(f, Some("spec.install.spec.deployments")).stricter(&INSTALL_SERVICE_ACCOUNTS, format!("a deployment runs as service account {sa}, which neither the CSV permissions nor the bundle create; its pods would never start")).hint(format!("add a permissions entry for {sa} (rules may be empty)"));
+    }
+}
 
+/// A deployment's name is set, unique and a DNS-1123 subdomain (what the API server requires
+/// of the Deployment OLM creates; upstream does not look: stricter).
+fn deployment_name(
+    ctx: &mut Ctx,
+    f: Option<&str>,
+    base: &str,
+    name: &str,
+    names: &mut BTreeSet<String>,
+) {
+    let path = format!("{base}.name");
+    let at = ctx.at(f, Some(&path));
+    if name.is_empty() {
+        at.stricter(&INSTALL_DEPLOYMENTS, "deployment name is required");
+    } else if !names.insert(name.to_string()) {
+        at.stricter(
+            &INSTALL_DEPLOYMENTS,
+            format!("deployment {name} is listed twice"),
+        );
+    } else if let Some(p) = name_problem(k8s_name::dns1123_subdomain_errors(name)) {
+        at.stricter(
+            &INSTALL_DEPLOYMENTS,
+            format!("{name:?} is not a valid Deployment name: {p}"),
+        );
+    }
+}
+
+/// The DeploymentSpec against Kubernetes' apps/v1 schema, as Go decodes it (k8s.io/api
+/// `apps/v1.DeploymentSpec`; upstream does not validate it: stricter). `null`s are zero
+/// values, unknown fields (a stray `containers` key in a pod template) are dropped: a warning
+/// even when strict. Paths Go cannot decode at all were reported already (`undecodable`).
+fn deployment_schema(
+    ctx: &mut Ctx,
+    f: Option<&str>,
+    base: &str,
+    name: &str,
+    spec: &serde_json::Value,
+    undecodable: &BTreeSet<String>,
+) {
+    let violations = match schemas::validate_deployment_spec(
+        if name.is_empty() { "deployment" } else { name },
+        &crate::json::without_nulls(spec),
+    ) {
+        Ok(violations) => violations,
+        Err(e) => {
+            ctx.at(f, Some(&format!("{base}.spec"))).stricter(
+                &INSTALL_DEPLOYMENTS,
+                format!("cannot check against the Deployment schema: {e}"),
+            );
+            return;
+        }
+    };
+    for v in violations
+        .into_iter()
+        .filter(|v| !undecodable.contains(&v.path))
+    {
+        let path = if v.path.is_empty() {
+            format!("{base}.spec")
+        } else {
+            format!("{base}.spec.{}", v.path)
+        };
+        let msg = format!("deployment {name}: {}", v.message);
+        if crate::json::is_unknown_field(&v.message) {
+            let msg = format!("{msg} (ignored: Go drops unknown fields)");
+            ctx.at(f, Some(&path)).warning(&INSTALL_DEPLOYMENTS, msg);
+        } else {
+            ctx.at(f, Some(&path)).stricter(&INSTALL_DEPLOYMENTS, msg);
+        }
+    }
+}
+
+/// The selector is set and matches the pod template labels (apps/v1 `ValidateDeploymentSpec`,
+/// what the API server refuses when OLM creates the Deployment; stricter).
+fn deployment_selector(
+    ctx: &mut Ctx,
+    f: Option<&str>,
+    base: &str,
+    name: &str,
+    spec: &serde_json::Value,
+) {
+    let selector = string_map(spec, "/selector/matchLabels");
+    let labels = string_map(spec, "/template/metadata/labels");
+    let has_expressions = !arr_at(spec, "/selector/matchExpressions").is_empty();
+    if selector.is_empty() && !has_expressions {
+        ctx.at(f, Some(&format!("{base}.spec.selector"))).stricter(&INSTALL_DEPLOYMENTS, format!("deployment {name} has an empty selector; apps/v1 requires one matching the pod template labels"));
+    }
+    for (k, v) in &selector {
+        if !labels.iter().any(|(lk, lv)| lk == k && lv == v) {
+            ctx.at(f, Some(&format!("{base}.spec.selector.matchLabels.{k}"))).stricter(&INSTALL_DEPLOYMENTS, format!("selector {k}={v} does not match the pod template labels, so the API server would reject deployment {name}"));
+        }
+    }
+}
+
+/// `permissions` and `clusterPermissions` name a service account that some deployment runs as
+/// (bundle-tool's own: OLM creates the account regardless). Returns the accounts OLM creates.
+fn permissions(
+    ctx: &mut Ctx,
+    f: Option<&str>,
+    csv: &serde_json::Value,
+    used_accounts: &BTreeSet<String>,
+) -> BTreeSet<String> {
     let mut created: BTreeSet<String> = BTreeSet::new();
     for key in ["permissions", "clusterPermissions"] {
         for (i, p) in arr_at(csv, &format!("/spec/install/spec/{key}"))
@@ -168,31 +224,37 @@ pub(crate) fn check(ctx: &mut Ctx) {
             created.insert(sa.to_string());
         }
     }
-    // Upstream compares only with each deployment's `serviceAccountName`, and only objects
-    // that are exactly v1 ServiceAccounts.
+    created
+}
+
+/// operator-framework/api `validateServiceAccounts`: no bundled v1 ServiceAccount is named
+/// like a deployment's `serviceAccountName` (an error; upstream compares only with that field);
+/// one named like the account a deployment runs as otherwise (`serviceAccount`) is stricter.
+/// Returns the names of the bundled ServiceAccounts.
+fn bundled_service_accounts(
+    ctx: &mut Ctx,
+    deployments: &[serde_json::Value],
+    used_accounts: &BTreeSet<String>,
+) -> Vec<String> {
     let explicit_accounts: BTreeSet<&str> = deployments
         .iter()
         .filter_map(|d| str_at(d, "/spec/template/spec/serviceAccountName"))
         .filter(|s| !s.is_empty())
         .collect();
-    let bundled: Vec<(String, String)> = ctx
-        .bundle
+    let bundle = ctx.bundle;
+    let bundled: Vec<&crate::model::Manifest> = bundle
         .manifests
         .iter()
         .filter(|m| m.kind() == "ServiceAccount" && m.api_version() == "v1")
-        .map(|m| (m.name().to_string(), m.file.clone()))
         .collect();
-    for (sa_name, sa_file) in &bundled {
-        if explicit_accounts.contains(sa_name.as_str()) {
-            ctx.at(Some(sa_file), Some("metadata.name")).error(&INSTALL_SERVICE_ACCOUNTS, format!("invalid service account found in bundle: {sa_name} is also the serviceAccountName of a CSV deployment, whose account OLM creates")).hint("remove it: OLM creates the accounts named in permissions/clusterPermissions");
+    for m in &bundled {
+        let sa_name = m.name();
+        let at = ctx.at(Some(&m.file), Some("metadata.name"));
+        if explicit_accounts.contains(sa_name) {
+            at.error(&INSTALL_SERVICE_ACCOUNTS, format!("invalid service account found in bundle: {sa_name} is also the serviceAccountName of a CSV deployment, whose account OLM creates")).hint("remove it: OLM creates the accounts named in permissions/clusterPermissions");
         } else if used_accounts.contains(sa_name) {
-            ctx.at(Some(sa_file), Some("metadata.name")).stricter(&INSTALL_SERVICE_ACCOUNTS, format!("service account {sa_name} in the bundle is also the account a CSV deployment runs as")).hint("remove it: OLM creates the accounts named in permissions/clusterPermissions");
+            at.stricter(&INSTALL_SERVICE_ACCOUNTS, format!("service account {sa_name} in the bundle is also the account a CSV deployment runs as")).hint("remove it: OLM creates the accounts named in permissions/clusterPermissions");
         }
     }
-    for sa in &used_accounts {
-        if sa == "default" || created.contains(sa) || bundled.iter().any(|(n, _)| n == sa) {
-            continue;
-        }
-        ctx.at(f, Some("spec.install.spec.deployments")).stricter(&INSTALL_SERVICE_ACCOUNTS, format!("a deployment runs as service account {sa}, which neither the CSV permissions nor the bundle create; its pods would never start")).hint(format!("add a permissions entry for {sa} (rules may be empty)"));
-    }
+    bundled.iter().map(|m| m.name().to_string()).collect()
 }

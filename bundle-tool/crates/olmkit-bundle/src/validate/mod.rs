@@ -2,8 +2,8 @@
 //! install time, found at build time.
 //!
 //! Validators are pure: they read a loaded [`Bundle`] (and optionally the previous release's
-//! bundle) and return every [`Finding`], each with a stable rule id, the file and the field
-//! path. Suites:
+//! bundle) and return every [`Finding`](olmkit_core::Finding), each with a stable rule id, the
+//! file and the field path. Suites:
 //! - default (always): operator-framework/api's CSV, CRD and bundle validators, operator-registry's
 //!   format checks (annotations, supported kinds), the CSV against OLM's real CSV CRD schema,
 //!   the other manifests against Kubernetes schemas, install wiring (deployments, service
@@ -13,7 +13,11 @@
 //! - `olm-v1` ([`olmv1`], its own entry point): what OLM v1 (operator-controller) cannot
 //!   install, judged with the FBC properties a catalog carries for the bundle.
 //!
-//! The rule ids are listed in [`RULES`]. operator-sdk v1.38's verdict is the specification:
+//! Every rule is a constant of [`rules`] ([`olmkit_core::Rule`]: id, suite, the upstream
+//! function it mirrors, description), listed in [`RULES`]. Each area file (format, CSV, CRD,
+//! install, optional suites, upgrade) keeps a list of small checks, one per rule or per
+//! upstream check, each reporting `ctx.at(file, path).error(&RULE, msg).hint(..)`
+//! (`.warning`, `.stricter`). operator-sdk v1.38's verdict is the specification:
 //! where upstream reports an error, so do we; where we judge something upstream accepts (a
 //! Kubernetes schema, a naming convention, what OLM would fail on at install time), it is a
 //! warning, and an error only with the opt-in `strict` suite ([`Suite::Strict`]). The
@@ -33,6 +37,7 @@ mod upgrade;
 
 use crate::model::{Bundle, Manifest};
 use olmkit_core::Report;
+use olmkit_core::csv::Csv;
 use olmkit_core::rule::{At, Findings};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -126,11 +131,22 @@ impl<'a> Ctx<'a> {
         self.csv.map(|m| m.file.as_str())
     }
 
+    /// The CSV, as a typed view (of `Null` when the bundle has none).
+    pub fn csv_view(&self) -> Csv<'a> {
+        Csv::new(self.csv_obj())
+    }
+
     /// The CSV object, or `Null`.
     pub fn csv_obj(&self) -> &'a Value {
         static NULL: Value = Value::Null;
         self.csv.map(|m| &m.object).unwrap_or(&NULL)
     }
+}
+
+/// apimachinery's name-validation messages ([`olmkit_core::k8s_name`]) joined with "," as
+/// operator-framework/api reports them, or `None` when there are none (the name is valid).
+pub(crate) fn name_problem(errors: Vec<String>) -> Option<String> {
+    (!errors.is_empty()).then(|| errors.join(","))
 }
 
 /// Validates `bundle`; with `previous`, also checks the upgrade from it. Every finding's file is

@@ -23,9 +23,16 @@
 //! every problem: errors block an install, warnings need a feature or configuration on the
 //! cluster. Each rule id is listed in [`super::RULES`] under the `olm-v1` suite.
 
+use super::rules::{
+    OLMV1_APISERVICES, OLMV1_CRDS, OLMV1_DEPENDENCIES, OLMV1_DEPLOYMENTS, OLMV1_INSTALL_MODES,
+    OLMV1_OPERATOR_CONDITIONS, OLMV1_PACKAGE, OLMV1_RENDER, OLMV1_UNSUPPORTED_OBJECT,
+    OLMV1_WEBHOOKS,
+};
 use crate::json::arr_at;
 use crate::model::Bundle;
-use olmkit_core::{Finding, Report};
+use olmkit_core::k8s_name::is_dns1123_subdomain;
+use olmkit_core::rule::At;
+use olmkit_core::{Finding, Findings, Report};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -217,41 +224,17 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// apimachinery `IsDNS1123Subdomain`, which operator-controller's
-/// `CheckDeploymentNameIsDNS1123SubDomain` and `CheckWebhookNameIsDNS1123SubDomain` call: 253
-/// characters at most, with no limit on a dot-separated part.
-fn dns1123_subdomain(s: &str) -> bool {
-    olmkit_core::k8s_name::is_dns1123_subdomain(s)
-}
-
 /// The findings so far, with the CSV file most of them point at.
 struct Check<'v, 'a> {
     bundle: &'v Olmv1Bundle<'a>,
     csv_file: String,
-    findings: Vec<Finding>,
+    findings: Findings,
 }
 
-impl<'v, 'a> Check<'v, 'a> {
-    fn push(&mut self, f: Finding) -> &mut Finding {
-        self.findings.push(f);
-        let last = self.findings.len() - 1;
-        &mut self.findings[last]
-    }
-
-    /// An error about the CSV at `path`.
-    fn error(&mut self, rule: &str, path: &str, msg: String) -> &mut Finding {
-        let f = Finding::error(rule, msg)
-            .file(self.csv_file.clone())
-            .path(path);
-        self.push(f)
-    }
-
-    /// A warning about the CSV at `path`.
-    fn warning(&mut self, rule: &str, path: &str, msg: String) -> &mut Finding {
-        let f = Finding::warning(rule, msg)
-            .file(self.csv_file.clone())
-            .path(path);
-        self.push(f)
+impl Check<'_, '_> {
+    /// Where a finding about the CSV points: `c.at(path).error(&RULE, msg)`.
+    fn at<'s>(&'s mut self, path: &'s str) -> At<'s, 's> {
+        self.findings.at(Some(&self.csv_file), Some(path))
     }
 }
 
@@ -260,7 +243,7 @@ pub fn check_olmv1_support(bundle: &Olmv1Bundle) -> Report {
     let mut c = Check {
         bundle,
         csv_file: bundle.csv_file(),
-        findings: Vec::new(),
+        findings: Findings::new(false),
     };
     package_name(&mut c);
     install_modes(&mut c);
@@ -277,18 +260,14 @@ pub fn check_olmv1_support(bundle: &Olmv1Bundle) -> Report {
     webhook_deployments(&mut c);
     conversion_webhooks(&mut c);
     webhook_rules(&mut c);
-    let mut report = Report {
-        findings: c.findings,
-    };
-    report.normalize();
-    report
+    c.findings.into_report()
 }
 
 /// `olmv1-render`: the bundle does not convert to the properties a catalog (and so OLM v1)
 /// would carry for it, so none of the other OLM v1 checks can run; `file` is the file the
 /// conversion refused, when known.
 pub fn render_failed(file: Option<&str>, message: String) -> Finding {
-    let f = Finding::error("olmv1-render", message).hint(
+    let f = Finding::error(OLMV1_RENDER.id, message).hint(
         "OLM v1 installs bundles from a catalog: fix the file so that `bundle-tool render` accepts the bundle",
     );
     match file {
@@ -300,9 +279,9 @@ pub fn render_failed(file: Option<&str>, message: String) -> Finding {
 /// `olmv1-package`: operator-controller `CheckPackageNameNotEmpty`.
 fn package_name(c: &mut Check) {
     if c.bundle.package.is_empty() {
-        let f = Finding::error("olmv1-package", "the bundle has no package name")
-            .file(c.bundle.origin.to_string());
-        c.push(f);
+        c.findings
+            .at(Some(c.bundle.origin.as_ref()), None)
+            .error(&OLMV1_PACKAGE, "the bundle has no package name");
     }
 }
 
@@ -316,23 +295,13 @@ fn install_modes(c: &mut Check) {
     }
     let name = c.bundle.csv_name();
     if modes.contains("OwnNamespace") || modes.contains("SingleNamespace") {
-        let f = c.warning(
-            "olmv1-install-modes",
-            "spec.installModes",
-            format!(
+        c.at("spec.installModes").warning(&OLMV1_INSTALL_MODES, format!(
                 "{name} does not support AllNamespaces; OLM v1 installs it only with a watchNamespace configuration (ClusterExtension spec.config.inline.watchNamespace), which needs an OLM v1 release that serves it"
-            ),
-        );
-        f.hint = Some("support AllNamespaces if the operator can watch every namespace; OLM v1 treats APIs as cluster-wide".into());
+            )).hint("support AllNamespaces if the operator can watch every namespace; OLM v1 treats APIs as cluster-wide");
     } else {
-        let f = c.error(
-            "olmv1-install-modes",
-            "spec.installModes",
-            format!(
+        c.at("spec.installModes").error(&OLMV1_INSTALL_MODES, format!(
                 "{name} supports neither AllNamespaces nor Own/SingleNamespace; OLM v1 cannot install it (MultiNamespace is not supported)"
-            ),
-        );
-        f.hint = Some("mark AllNamespaces as supported in spec.installModes".into());
+            )).hint("mark AllNamespaces as supported in spec.installModes");
     }
 }
 
@@ -354,18 +323,11 @@ fn declared_dependencies(c: &mut Check) {
         if ![GVK_REQUIRED, PACKAGE_REQUIRED, CONSTRAINT].contains(&p.type_) {
             continue;
         }
-        let f = Finding::error(
-            "olmv1-dependencies",
-            format!(
+        c.findings.at(Some(&file), Some(path)).error(&OLMV1_DEPENDENCIES, format!(
                 "OLM v1 does not resolve dependencies; the bundle declares {} {}",
                 p.type_,
                 serde_json::to_string(p.value).unwrap_or_default()
-            ),
-        )
-        .file(file.clone())
-        .path(path)
-        .hint("install the dependency separately and drop it from metadata/dependencies.yaml and the CSV's required APIs");
-        c.push(f);
+            )).hint("install the dependency separately and drop it from metadata/dependencies.yaml and the CSV's required APIs");
     }
 }
 
@@ -407,9 +369,8 @@ fn csv_required_apis(c: &mut Check) {
             if required_gvks.contains(&format!("{group}/{kind}")) {
                 continue;
             }
-            c.error(
-                "olmv1-dependencies",
-                &format!("{path}[{i}]"),
+            c.at(&format!("{path}[{i}]")).error(
+                &OLMV1_DEPENDENCIES,
                 format!(
                     "OLM v1 does not resolve dependencies; the CSV requires {kind} ({})",
                     if name.is_empty() { group } else { name }
@@ -426,14 +387,10 @@ fn api_services(c: &mut Check) {
     if owned.is_empty() {
         return;
     }
-    c.error(
-        "olmv1-apiservices",
-        "spec.apiservicedefinitions.owned",
-        format!(
+    c.at("spec.apiservicedefinitions.owned").error(&OLMV1_APISERVICES, format!(
             "OLM v1 rejects bundles with APIService definitions (\"apiServiceDefintions are not supported\"); this CSV owns {}",
             owned.len()
-        ),
-    );
+        ));
 }
 
 /// `olmv1-operator-conditions`: a CSV that asks for permission on OperatorConditions, or
@@ -459,12 +416,7 @@ fn operator_conditions(c: &mut Check) {
         .iter()
         .any(|d| d.to_string().contains("OPERATOR_CONDITION_NAME"));
     if grants_conditions || reads_condition_name {
-        let f = c.warning(
-            "olmv1-operator-conditions",
-            "spec.install",
-            "the operator uses the OperatorConditions API (operators.coreos.com operatorconditions), which OLM v1 does not provide; it may fail at start or when reporting upgradeability".into(),
-        );
-        f.hint = Some("make the operator tolerate a missing OperatorCondition, or pin the ClusterExtension to a version".into());
+        c.at("spec.install").warning(&OLMV1_OPERATOR_CONDITIONS, "the operator uses the OperatorConditions API (operators.coreos.com operatorconditions), which OLM v1 does not provide; it may fail at start or when reporting upgradeability").hint("make the operator tolerate a missing OperatorCondition, or pin the ClusterExtension to a version");
     }
 }
 
@@ -476,20 +428,15 @@ fn deployments(c: &mut Check) {
         let name = str_of(d, "name");
         let path = format!("spec.install.spec.deployments[{i}].name");
         if !seen.insert(name) {
-            c.error(
-                "olmv1-deployments",
-                &path,
+            c.at(&path).error(
+                &OLMV1_DEPLOYMENTS,
                 format!(
                     "cluster service version contains duplicate strategy deployment spec '{name}'"
                 ),
             );
         }
-        if !dns1123_subdomain(name) {
-            c.error(
-                "olmv1-deployments",
-                &path,
-                format!("invalid cluster service version strategy deployment name '{name}': not a DNS-1123 subdomain"),
-            );
+        if !is_dns1123_subdomain(name) {
+            c.at(&path).error(&OLMV1_DEPLOYMENTS, format!("invalid cluster service version strategy deployment name '{name}': not a DNS-1123 subdomain"));
         }
     }
 }
@@ -502,15 +449,15 @@ fn crd_uniqueness(c: &mut Check) {
         if seen.insert(crd.name()) {
             continue;
         }
-        let f = Finding::error(
-            "olmv1-crds",
-            format!(
-                "bundle contains duplicate custom resource definition '{}'",
-                crd.name()
-            ),
-        )
-        .file(crd.file.unwrap_or(b.origin.as_ref()).to_string());
-        c.push(f);
+        c.findings
+            .at(Some(crd.file.unwrap_or(b.origin.as_ref())), None)
+            .error(
+                &OLMV1_CRDS,
+                format!(
+                    "bundle contains duplicate custom resource definition '{}'",
+                    crd.name()
+                ),
+            );
     }
 }
 
@@ -527,11 +474,7 @@ fn owned_crd_existence(c: &mut Check) {
     let shipped: BTreeSet<&str> = c.bundle.crds().map(|crd| crd.name()).collect();
     for (i, name) in owned_crd_names(c.bundle).iter().enumerate() {
         if !shipped.contains(name) {
-            c.error(
-                "olmv1-crds",
-                &format!("spec.customresourcedefinitions.owned[{i}]"),
-                format!("cluster service definition references owned custom resource definition '{name}' not found in bundle"),
-            );
+            c.at(&format!("spec.customresourcedefinitions.owned[{i}]")).error(&OLMV1_CRDS, format!("cluster service definition references owned custom resource definition '{name}' not found in bundle"));
         }
     }
 }
@@ -544,19 +487,19 @@ fn object_support(c: &mut Check) {
         if SUPPORTED_KINDS.contains(&kind) {
             continue;
         }
-        let f = Finding::error(
-            "olmv1-unsupported-object",
-            format!(
-                "bundle contains unsupported resource: Name: {}, Kind: {kind}",
-                o.name()
-            ),
-        )
-        .file(o.file.unwrap_or(b.origin.as_ref()).to_string())
-        .hint(format!(
-            "OLM v1 installs only these kinds from a bundle: ClusterServiceVersion, {}",
-            SUPPORTED_KINDS.join(", ")
-        ));
-        c.push(f);
+        c.findings
+            .at(Some(o.file.unwrap_or(b.origin.as_ref())), None)
+            .error(
+                &OLMV1_UNSUPPORTED_OBJECT,
+                format!(
+                    "bundle contains unsupported resource: Name: {}, Kind: {kind}",
+                    o.name()
+                ),
+            )
+            .hint(format!(
+                "OLM v1 installs only these kinds from a bundle: ClusterServiceVersion, {}",
+                SUPPORTED_KINDS.join(", ")
+            ));
     }
 }
 
@@ -568,14 +511,9 @@ fn webhook_support(c: &mut Check) {
     if count == 0 {
         return;
     }
-    let f = c.warning(
-        "olmv1-webhooks",
-        "spec.webhookdefinitions",
-        format!(
+    c.at("spec.webhookdefinitions").warning(&OLMV1_WEBHOOKS, format!(
             "the bundle defines {count} webhook(s); OLM v1 installs them only with a certificate provider (cert-manager upstream, the service CA on OpenShift); older OLM v1 releases reject such bundles (\"webhookDefinitions are not supported\")"
-        ),
-    );
-    f.hint = Some("install cert-manager on the cluster before the ClusterExtension".into());
+        )).hint("install cert-manager on the cluster before the ClusterExtension");
 }
 
 /// `olmv1-webhooks` (names): operator-controller `CheckWebhookNameUniqueness` and
@@ -587,16 +525,14 @@ fn webhook_names(c: &mut Check) {
         let t = str_of(wh, "type");
         let name = str_of(wh, "generateName");
         if !names_by_type.entry(t).or_default().insert(name) {
-            c.error(
-                "olmv1-webhooks",
-                &path,
+            c.at(&path).error(
+                &OLMV1_WEBHOOKS,
                 format!("duplicate webhook '{name}' of type '{t}'"),
             );
         }
-        if !dns1123_subdomain(name) {
-            c.error(
-                "olmv1-webhooks",
-                &format!("{path}.generateName"),
+        if !is_dns1123_subdomain(name) {
+            c.at(&format!("{path}.generateName")).error(
+                &OLMV1_WEBHOOKS,
                 format!(
                     "webhook of type '{t}' has invalid name '{name}': not a DNS-1123 subdomain"
                 ),
@@ -619,15 +555,11 @@ fn webhook_deployments(c: &mut Check) {
         if deployments.contains(dep) {
             continue;
         }
-        c.error(
-            "olmv1-webhooks",
-            &format!("spec.webhookdefinitions[{i}].deploymentName"),
-            format!(
+        c.at(&format!("spec.webhookdefinitions[{i}].deploymentName")).error(&OLMV1_WEBHOOKS, format!(
                 "webhook of type '{}' with name '{}' references non-existent deployment '{dep}'",
                 str_of(wh, "type"),
                 str_of(wh, "generateName")
-            ),
-        );
+            ));
     }
 }
 
@@ -646,32 +578,23 @@ fn conversion_webhooks(c: &mut Check) {
         let path = format!("spec.webhookdefinitions[{i}]");
         let name = str_of(wh, "generateName");
         if !all_namespaces_only {
-            c.error(
-                "olmv1-webhooks",
-                &path,
-                format!(
+            c.at(&path).error(&OLMV1_WEBHOOKS, format!(
                     "conversion webhook '{name}': OLM v1 (like OLM v0) requires a bundle with conversion webhooks to support only AllNamespaces"
-                ),
-            );
+                ));
         }
         for crd in strings(wh.get("conversionCRDs")) {
             if !owned.contains(crd.as_str()) {
-                c.error(
-                    "olmv1-webhooks",
-                    &format!("{path}.conversionCRDs"),
-                    format!(
+                c.at(&format!("{path}.conversionCRDs")).error(&OLMV1_WEBHOOKS, format!(
                         "conversion webhook '{name}' references custom resource definition '{crd}' not owned bundle"
-                    ),
-                );
+                    ));
             }
             hooks_by_crd.entry(crd).or_default().push(name);
         }
     }
     for (crd, hooks) in hooks_by_crd {
         if hooks.len() > 1 {
-            c.error(
-                "olmv1-webhooks",
-                "spec.webhookdefinitions",
+            c.at("spec.webhookdefinitions").error(
+                &OLMV1_WEBHOOKS,
                 format!(
                     "conversion webhooks [{}] reference same custom resource definition '{crd}'",
                     hooks.join(",")
@@ -693,13 +616,9 @@ fn webhook_rules(c: &mut Check) {
             let path = format!("spec.webhookdefinitions[{i}].rules[{j}]");
             for group in strings(rule.get("apiGroups")) {
                 if group == "*" || group == "olm.operatorframework.io" {
-                    c.error(
-                        "olmv1-webhooks",
-                        &path,
-                        format!(
+                    c.at(&path).error(&OLMV1_WEBHOOKS, format!(
                             "webhook \"{name}\" contains forbidden rule: admission webhook rules cannot reference API group \"{group}\""
-                        ),
-                    );
+                        ));
                 }
                 if group != "admissionregistration.k8s.io" {
                     continue;
@@ -710,13 +629,9 @@ fn webhook_rules(c: &mut Check) {
                         || lower.starts_with("mutatingwebhookconfiguration")
                         || lower.starts_with("validatingwebhookconfiguration")
                     {
-                        c.error(
-                            "olmv1-webhooks",
-                            &path,
-                            format!(
+                        c.at(&path).error(&OLMV1_WEBHOOKS, format!(
                                 "webhook \"{name}\" contains forbidden rule: admission webhook rules cannot reference resource \"{r}\" for API group \"{group}\""
-                            ),
-                        );
+                            ));
                     }
                 }
             }

@@ -152,9 +152,30 @@ fn categories(ctx: &mut Ctx, file: &str) {
     }
 }
 
-/// OperatorHub.io publishing criteria.
+/// OperatorHub.io publishing criteria (operator-framework/api `OperatorHubValidator`).
 pub(crate) fn operatorhub(ctx: &mut Ctx) {
     let Some(file) = ctx.csv_file() else { return };
+    for check in HUB_CHECKS {
+        check(ctx, file);
+    }
+    super::csv::min_kube_findings(ctx, file, &OPERATORHUB);
+    super::removed::check(ctx, file);
+    hub_naming(ctx, file);
+}
+
+/// The checks of operator-framework/api `validateHubCSVSpec`, in its order.
+const HUB_CHECKS: &[fn(&mut Ctx, &str)] = &[
+    hub_provider,
+    hub_maintainers,
+    hub_links,
+    hub_capabilities,
+    categories,
+    hub_version,
+    hub_icon,
+];
+
+/// `checkSpecProviderName`: the provider has a name.
+fn hub_provider(ctx: &mut Ctx, file: &str) {
     let csv = ctx.csv_obj();
     let f = Some(file);
     let r = &OPERATORHUB;
@@ -162,6 +183,13 @@ pub(crate) fn operatorhub(ctx: &mut Ctx) {
         ctx.at(f, Some("spec.provider.name"))
             .error(r, "csv.Spec.Provider.Name not specified");
     }
+}
+
+/// `checkSpecMaintainers`: maintainers have a name and a valid email.
+fn hub_maintainers(ctx: &mut Ctx, file: &str) {
+    let csv = ctx.csv_obj();
+    let f = Some(file);
+    let r = &OPERATORHUB;
     for (i, m) in arr_at(csv, "/spec/maintainers").iter().enumerate() {
         let (name, email) = (
             str_at(m, "/name").unwrap_or(""),
@@ -179,6 +207,13 @@ pub(crate) fn operatorhub(ctx: &mut Ctx) {
                 .error(r, format!("csv.Spec.Maintainers email {email} is invalid"));
         }
     }
+}
+
+/// `checkSpecLinks`: links have a name and a valid URL.
+fn hub_links(ctx: &mut Ctx, file: &str) {
+    let csv = ctx.csv_obj();
+    let f = Some(file);
+    let r = &OPERATORHUB;
     for (i, l) in arr_at(csv, "/spec/links").iter().enumerate() {
         let (name, url) = (
             str_at(l, "/name").unwrap_or(""),
@@ -196,6 +231,13 @@ pub(crate) fn operatorhub(ctx: &mut Ctx) {
                 .error(r, format!("csv.Spec.Links url {url} is invalid"));
         }
     }
+}
+
+/// `checkCapabilities`: the capabilities annotation is a known level.
+fn hub_capabilities(ctx: &mut Ctx, file: &str) {
+    let csv = ctx.csv_obj();
+    let f = Some(file);
+    let r = &OPERATORHUB;
     if let Some(cap) = str_at(csv, "/metadata/annotations/capabilities")
         && !CAPABILITIES.contains(&cap)
     {
@@ -206,7 +248,13 @@ pub(crate) fn operatorhub(ctx: &mut Ctx) {
             ),
         );
     }
-    categories(ctx, file);
+}
+
+/// `checkSpecVersion`: the version is set (and not 0.0.0).
+fn hub_version(ctx: &mut Ctx, file: &str) {
+    let csv = ctx.csv_obj();
+    let f = Some(file);
+    let r = &OPERATORHUB;
     let zero_version = match str_at(csv, "/spec/version") {
         None => true,
         Some(v) => semver::Version::parse(v).is_ok_and(|v| v == semver::Version::new(0, 0, 0)),
@@ -215,6 +263,13 @@ pub(crate) fn operatorhub(ctx: &mut Ctx) {
         ctx.at(f, Some("spec.version"))
             .error(r, "csv.Spec.Version must be set");
     }
+}
+
+/// `checkSpecIcon`: one icon with data and a known mediatype (none: a warning).
+fn hub_icon(ctx: &mut Ctx, file: &str) {
+    let csv = ctx.csv_obj();
+    let f = Some(file);
+    let r = &OPERATORHUB;
     match csv.pointer("/spec/icon").and_then(Value::as_array) {
         None => {
             ctx.at(f, Some("spec.icon"))
@@ -242,8 +297,14 @@ pub(crate) fn operatorhub(ctx: &mut Ctx) {
             }
         }
     }
-    super::csv::min_kube_findings(ctx, file, r);
-    super::removed::check(ctx, file);
+}
+
+/// operator-framework/api `OperatorHubValidator` (`validateBundleOperatorHub`) warnings: the
+/// CSV name and the channels follow the naming conventions.
+fn hub_naming(ctx: &mut Ctx, file: &str) {
+    let csv = ctx.csv_obj();
+    let f = Some(file);
+    let r = &OPERATORHUB;
     let name = str_at(csv, "/metadata/name").unwrap_or("");
     let version_suffix_ok = name
         .rsplit_once(".v")

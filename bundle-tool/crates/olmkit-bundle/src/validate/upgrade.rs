@@ -37,6 +37,8 @@ fn refusal_path(crd: &serde_json::Value, r: &Refusal) -> String {
     }
 }
 
+/// operator-controller crdupgradesafety (each refusal an error), served versions kept (an
+/// error, bundle-tool's own) and CRDs still shipped (a warning).
 fn crds(ctx: &mut Ctx, prev: &Bundle) {
     let new = crd_facts(&ctx.bundle.manifests);
     for old in crd_facts(&prev.manifests) {
@@ -94,6 +96,8 @@ fn crds(ctx: &mut Ctx, prev: &Bundle) {
     }
 }
 
+/// The new CSV's version is greater and it replaces, skips or skipRanges the previous one
+/// (bundle-tool's own: what OLM needs to upgrade installs).
 fn edge(ctx: &mut Ctx, prev: &Bundle) {
     let (Some(file), Some(prev_name)) = (ctx.csv_file(), prev.csv_name()) else {
         return;

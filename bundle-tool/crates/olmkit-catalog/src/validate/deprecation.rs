@@ -2,44 +2,41 @@
 //! known package, and entries that name an existing bundle, channel or the package itself,
 //! each once and with a message.
 
-use super::{Findings, object_path, rules};
+use super::object_path;
+use super::rules::DEPRECATION;
 use crate::declcfg::{self, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE};
 use crate::model::{Model, Package};
-use olmkit_core::findings::Finding;
+use olmkit_core::Findings;
 use std::collections::HashSet;
 
-fn finding(package: &str, message: String) -> Finding {
-    Finding::error(rules::DEPRECATION, message).path(object_path(package, None, None))
+/// A deprecation finding about `package`, in `file`.
+fn report(out: &mut Findings, file: Option<&str>, package: &str, message: String) {
+    out.at(file, Some(&object_path(package, None, None)))
+        .error(&DEPRECATION, message);
 }
 
 /// Deprecation blob number `index` without a package.
-pub(super) fn no_package(index: usize) -> Finding {
-    finding(
-        "",
-        format!("package name must be set for deprecation item {index}"),
-    )
+pub(super) fn no_package(out: &mut Findings, file: Option<&str>, index: usize) {
+    let message = format!("package name must be set for deprecation item {index}");
+    report(out, file, "", message);
 }
 
 /// Deprecations of a package without `olm.package` blob.
-pub(super) fn unknown_package(d: &declcfg::Deprecation) -> Finding {
-    finding(
-        &d.package,
-        format!(
-            "cannot apply deprecations to an unknown package {:?}",
-            d.package
-        ),
-    )
+pub(super) fn unknown_package(out: &mut Findings, file: Option<&str>, d: &declcfg::Deprecation) {
+    let message = format!(
+        "cannot apply deprecations to an unknown package {:?}",
+        d.package
+    );
+    report(out, file, &d.package, message);
 }
 
 /// A second deprecation blob for a package.
-pub(super) fn duplicate(d: &declcfg::Deprecation) -> Finding {
-    finding(
-        &d.package,
-        format!(
-            "expected a maximum of one deprecation per package: {:?}",
-            d.package
-        ),
-    )
+pub(super) fn duplicate(out: &mut Findings, file: Option<&str>, d: &declcfg::Deprecation) {
+    let message = format!(
+        "expected a maximum of one deprecation per package: {:?}",
+        d.package
+    );
+    report(out, file, &d.package, message);
 }
 
 /// The entries of every package's deprecation blob.
@@ -47,7 +44,7 @@ pub(super) fn check(model: &Model<'_>, out: &mut Findings) {
     for pkg in model.packages.values() {
         if let Some(d) = &pkg.deprecation {
             for message in entry_errors(pkg, d.blob) {
-                out.add(finding(pkg.name, message), d.file);
+                report(out, d.file, pkg.name, message);
             }
         }
     }

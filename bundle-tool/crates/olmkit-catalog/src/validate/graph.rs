@@ -3,10 +3,12 @@
 //! `replaces` and `skips` only, no cycle in the replaces chain, no stranded bundle. When there
 //! are several heads, the hint names the edge that would join them.
 
-use super::{Findings, object_path, rules};
+use super::object_path;
+use super::rules::{CHANNEL_EMPTY, CHANNEL_HEAD, REPLACES_CYCLE, STRANDED_BUNDLE};
 use crate::declcfg;
 use crate::model::{Channel, Package, channel_heads};
 use crate::version_range::VersionRange;
+use olmkit_core::Findings;
 use olmkit_core::findings::Finding;
 use std::collections::{HashMap, HashSet};
 
@@ -14,43 +16,66 @@ use std::collections::{HashMap, HashSet};
 pub(super) fn check(pkg: &Package<'_>, c: &Channel<'_>, out: &mut Findings) {
     let version_of = |name: &str| pkg.bundle(name).and_then(|b| b.model_version()).cloned();
     for f in check_channel_graph(pkg.name, c.blob, &version_of) {
-        out.add(f, c.file);
+        out.push(match c.file {
+            Some(file) => f.file(file),
+            None => f,
+        });
     }
 }
 
-/// opm's `validateReplacesChain` plus the empty-channel check, as findings.
+/// opm's `validateReplacesChain` plus the empty-channel check, as findings (without file).
 pub fn check_channel_graph(
     pkg: &str,
     c: &declcfg::Channel,
     version_of: &dyn Fn(&str) -> Option<semver::Version>,
 ) -> Vec<Finding> {
+    let mut out = Findings::new(false);
     let path = object_path(pkg, Some(&c.name), None);
     let ctx = format!("invalid channel {:?}", c.name);
-    let mut out = Vec::new();
+    if let Some(head) = head(&mut out, &path, &ctx, c, version_of) {
+        match replaces_chain(c, head) {
+            Ok(on_chain) => stranded(&mut out, &path, &ctx, c, &on_chain),
+            Err(cycle) => {
+                out.at(None, Some(&path))
+                    .error(
+                        &REPLACES_CYCLE,
+                        format!(
+                            "{ctx}: detected cycle in replaces chain of upgrade graph: {}",
+                            cycle.join(" -> ")
+                        ),
+                    )
+                    .hint("a bundle must replace an older one; break the loop");
+            }
+        }
+    }
+    out.into_findings()
+}
+
+/// `model.go` `Channel.Validate` (at least one entry) and `Channel.Head` (exactly one entry
+/// that nothing replaces or skips): the head, when there is exactly one.
+fn head<'c>(
+    out: &mut Findings,
+    path: &str,
+    ctx: &str,
+    c: &'c declcfg::Channel,
+    version_of: &dyn Fn(&str) -> Option<semver::Version>,
+) -> Option<&'c str> {
+    let at = out.at(None, Some(path));
     if c.entries.is_empty() {
-        out.push(
-            Finding::error(
-                rules::CHANNEL_EMPTY,
-                format!("{ctx}: channel must contain at least one bundle"),
-            )
-            .path(path),
+        at.error(
+            &CHANNEL_EMPTY,
+            format!("{ctx}: channel must contain at least one bundle"),
         );
-        return out;
+        return None;
     }
     let heads = channel_heads(c);
-    let head = match heads.as_slice() {
+    match heads.as_slice() {
         [] => {
-            out.push(
-                Finding::error(
-                    rules::CHANNEL_HEAD,
-                    format!("{ctx}: no channel head found in graph"),
-                )
-                .path(path)
-                .hint("every entry is replaced or skipped by another: remove the edge that points at the newest bundle"),
-            );
-            return out;
+            at.error(&CHANNEL_HEAD, format!("{ctx}: no channel head found in graph"))
+                .hint("every entry is replaced or skipped by another: remove the edge that points at the newest bundle");
+            None
         }
-        [one] => *one,
+        [one] => Some(*one),
         many => {
             let mut hint = String::from(
                 "a channel needs exactly one entry that nothing replaces or skips (skipRange does not count)",
@@ -58,30 +83,29 @@ pub fn check_channel_graph(
             if let Some(h) = suggest_head_fix(c, many, version_of) {
                 hint = format!("{hint}; {h}");
             }
-            out.push(
-                Finding::error(
-                    rules::CHANNEL_HEAD,
-                    format!(
-                        "{ctx}: multiple channel heads found in graph: {}",
-                        many.join(", ")
-                    ),
-                )
-                .path(path)
-                .hint(hint),
-            );
-            return out;
+            at.error(
+                &CHANNEL_HEAD,
+                format!(
+                    "{ctx}: multiple channel heads found in graph: {}",
+                    many.join(", ")
+                ),
+            )
+            .hint(hint);
+            None
         }
-    };
+    }
+}
+
+/// operator-registry `alpha/model/model.go` `Channel.validateReplacesChain`: walk the replaces
+/// chain from the head, stopping before an edge into a bundle that ANY entry of the channel
+/// skips. The entries on the chain, or the cycle found (its first entry repeated at the end).
+fn replaces_chain<'c>(
+    c: &'c declcfg::Channel,
+    head: &'c str,
+) -> Result<HashSet<&'c str>, Vec<&'c str>> {
     let by_name: HashMap<&str, &declcfg::ChannelEntry> =
         c.entries.iter().map(|e| (e.name.as_str(), e)).collect();
-    // operator-registry `alpha/model/model.go` `Channel.validateReplacesChain`: walk the
-    // replaces chain from the head, stopping before an edge into a bundle that ANY entry of the
-    // channel skips; stranded are the entries neither on that chain nor skipped by any entry.
-    let skipped: HashSet<&str> = c
-        .entries
-        .iter()
-        .flat_map(|e| e.skips.iter().map(String::as_str))
-        .collect();
+    let skipped = skipped(c);
     let mut chain: Vec<&str> = vec![head];
     let mut on_chain: HashSet<&str> = HashSet::from([head]);
     let mut cur = by_name.get(head).copied();
@@ -94,23 +118,33 @@ pub fn check_channel_graph(
             let start = chain.iter().position(|n| *n == next).unwrap_or(0);
             let mut cycle: Vec<&str> = chain[start..].to_vec();
             cycle.push(next);
-            out.push(
-                Finding::error(
-                    rules::REPLACES_CYCLE,
-                    format!(
-                        "{ctx}: detected cycle in replaces chain of upgrade graph: {}",
-                        cycle.join(" -> ")
-                    ),
-                )
-                .path(path)
-                .hint("a bundle must replace an older one; break the loop"),
-            );
-            return out;
+            return Err(cycle);
         }
         on_chain.insert(next);
         chain.push(next);
         cur = by_name.get(next).copied();
     }
+    Ok(on_chain)
+}
+
+/// Every name some entry of the channel skips.
+fn skipped(c: &declcfg::Channel) -> HashSet<&str> {
+    c.entries
+        .iter()
+        .flat_map(|e| e.skips.iter().map(String::as_str))
+        .collect()
+}
+
+/// `Channel.validateReplacesChain`: stranded are the entries neither on the replaces chain
+/// from the head nor skipped by any entry.
+fn stranded(
+    out: &mut Findings,
+    path: &str,
+    ctx: &str,
+    c: &declcfg::Channel,
+    on_chain: &HashSet<&str>,
+) {
+    let skipped = skipped(c);
     let mut stranded: Vec<&str> = c
         .entries
         .iter()
@@ -120,19 +154,16 @@ pub fn check_channel_graph(
     stranded.sort();
     stranded.dedup();
     if !stranded.is_empty() {
-        out.push(
-            Finding::error(
-                rules::STRANDED_BUNDLE,
+        out.at(None, Some(path))
+            .error(
+                &STRANDED_BUNDLE,
                 format!(
                     "{ctx}: channel contains one or more stranded bundles: {}",
                     stranded.join(", ")
                 ),
             )
-            .path(path)
-            .hint("an installed stranded bundle can never upgrade: make the replaces chain from the head pass through it, or skip it"),
-        );
+            .hint("an installed stranded bundle can never upgrade: make the replaces chain from the head pass through it, or skip it");
     }
-    out
 }
 
 /// For several heads, names the edge that would join them: the newest head should replace

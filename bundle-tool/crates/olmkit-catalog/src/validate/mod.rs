@@ -16,224 +16,263 @@
 mod bundle;
 mod channel;
 mod deprecation;
-mod grammar;
 mod graph;
 mod package;
 
 pub use crate::model::{bundle_version, channel_heads};
-pub use grammar::{dns1123_label_errors, image_pullspec_error};
+pub use bundle::image_pullspec_error;
 pub use graph::check_channel_graph;
 
 use crate::declcfg::{DeclarativeConfig, load::Origins};
 use crate::model::{Model, Problem, ProblemKind};
-use olmkit_core::findings::{Finding, Report, Severity};
+use olmkit_core::{Findings, Report, Rule};
 
-/// Stable rule ids of catalog findings.
+/// Every catalog rule, one constant each ([`olmkit_core::Rule`]): a rule that mirrors opm
+/// reports errors (opm refuses the catalog); bundle-tool's own ([`olmkit_core::Upstream::Stricter`]) warns.
 pub mod rules {
+    use olmkit_core::{Rule, Upstream};
+
+    /// The catalog validator has one suite: every rule always runs.
+    const SUITE: &str = "default";
+    const CONVERT: &str = "alpha/declcfg/declcfg_to_model.go ConvertToModel";
+
     /// Package blob without a name.
-    pub const PACKAGE_NAME: &str = "package-name";
-    /// Two `olm.package` blobs with one name.
-    pub const DUPLICATE_PACKAGE: &str = "duplicate-package";
-    /// A channel, bundle or deprecation of a package that has no `olm.package` blob.
-    pub const UNKNOWN_PACKAGE: &str = "unknown-package";
-    /// A channel without a name.
-    pub const CHANNEL_NAME: &str = "channel-name";
-    /// Two channels with one name in a package.
-    pub const DUPLICATE_CHANNEL: &str = "duplicate-channel";
-    /// Two entries with one name in a channel.
-    pub const DUPLICATE_ENTRY: &str = "duplicate-channel-entry";
-    /// A bundle without a package.
-    pub const BUNDLE_PACKAGE: &str = "bundle-package";
-    /// Two bundles with one name in a package.
-    pub const DUPLICATE_BUNDLE: &str = "duplicate-bundle";
-    /// A property whose value does not parse.
-    pub const BUNDLE_PROPERTIES: &str = "bundle-properties";
-    /// Not exactly one `olm.package` property, or one naming another package.
-    pub const PACKAGE_PROPERTY: &str = "package-property";
-    /// A version that is not semver.
-    pub const BUNDLE_VERSION: &str = "bundle-version";
-    /// An image pull spec that does not parse.
-    pub const IMAGE_PULLSPEC: &str = "image-pullspec";
-    /// A bundle without image and objects.
-    pub const BUNDLE_IMAGE: &str = "bundle-image";
-    /// A bundle in no channel.
-    pub const BUNDLE_NOT_IN_CHANNEL: &str = "bundle-not-in-channel";
-    /// A channel entry without a bundle blob.
-    pub const ENTRY_WITHOUT_BUNDLE: &str = "entry-without-bundle";
-    /// A default channel that is unset or does not exist.
-    pub const DEFAULT_CHANNEL: &str = "default-channel";
-    /// A package without channels.
-    pub const PACKAGE_CHANNELS: &str = "package-channels";
-    /// A channel without entries.
-    pub const CHANNEL_EMPTY: &str = "channel-empty";
-    /// Zero or several channel heads.
-    pub const CHANNEL_HEAD: &str = "channel-head";
-    /// A cycle in the replaces chain.
-    pub const REPLACES_CYCLE: &str = "replaces-cycle";
-    /// A bundle that no upgrade path from the head reaches.
-    pub const STRANDED_BUNDLE: &str = "stranded-bundle";
-    /// An empty `skips` item.
-    pub const EMPTY_SKIP: &str = "empty-skip";
-    /// A skipRange that does not parse.
-    pub const SKIP_RANGE: &str = "skip-range";
-    /// Several bundles with one version.
-    pub const DUPLICATE_VERSION: &str = "duplicate-version";
-    /// A broken `olm.deprecations` blob.
-    pub const DEPRECATION: &str = "deprecation";
-    /// A catalog without any `olm.package` blob (opm accepts it: a warning).
-    pub const EMPTY_CATALOG: &str = "empty-catalog";
-}
-
-/// One catalog rule: its id, severity, what it checks and the upstream code it mirrors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Rule {
-    /// Stable id (one of [`rules`]).
-    pub id: &'static str,
-    /// Severity of its findings.
-    pub severity: Severity,
-    /// What it checks, in one line.
-    pub description: &'static str,
-    /// The operator-registry function it mirrors (`""` for bundle-tool's own rules).
-    pub upstream: &'static str,
-}
-
-const fn error(id: &'static str, description: &'static str, upstream: &'static str) -> Rule {
-    Rule {
-        id,
-        severity: Severity::Error,
-        description,
-        upstream,
-    }
-}
-
-const CONVERT: &str = "alpha/declcfg/declcfg_to_model.go ConvertToModel";
-
-/// Every catalog rule: id, severity, what it checks and the opm function it mirrors (the
-/// meta-test `tests/it/model_rules.rs` keeps it complete).
-pub const RULES: &[Rule] = &[
-    error(
-        rules::PACKAGE_NAME,
+    pub const PACKAGE_NAME: Rule = Rule::new(
+        "package-name",
+        SUITE,
+        Upstream::Mirrors(CONVERT),
         "a package has a name that is a DNS-1123 label",
-        CONVERT,
-    ),
-    error(
-        rules::DUPLICATE_PACKAGE,
+    );
+
+    /// Two `olm.package` blobs with one name.
+    pub const DUPLICATE_PACKAGE: Rule = Rule::new(
+        "duplicate-package",
+        SUITE,
+        Upstream::Mirrors(CONVERT),
         "one olm.package blob per package",
-        CONVERT,
-    ),
-    error(
-        rules::UNKNOWN_PACKAGE,
+    );
+
+    /// A channel, bundle or deprecation of a package that has no `olm.package` blob.
+    pub const UNKNOWN_PACKAGE: Rule = Rule::new(
+        "unknown-package",
+        SUITE,
+        Upstream::Mirrors(CONVERT),
         "channels and bundles belong to a package that has an olm.package blob",
-        CONVERT,
-    ),
-    error(rules::CHANNEL_NAME, "a channel has a name", CONVERT),
-    error(
-        rules::DUPLICATE_CHANNEL,
+    );
+
+    /// A channel without a name.
+    pub const CHANNEL_NAME: Rule = Rule::new(
+        "channel-name",
+        SUITE,
+        Upstream::Mirrors(CONVERT),
+        "a channel has a name",
+    );
+
+    /// Two channels with one name in a package.
+    pub const DUPLICATE_CHANNEL: Rule = Rule::new(
+        "duplicate-channel",
+        SUITE,
+        Upstream::Mirrors(CONVERT),
         "one olm.channel blob per channel name and package",
-        CONVERT,
-    ),
-    error(
-        rules::DUPLICATE_ENTRY,
+    );
+
+    /// Two entries with one name in a channel.
+    pub const DUPLICATE_ENTRY: Rule = Rule::new(
+        "duplicate-channel-entry",
+        SUITE,
+        Upstream::Mirrors(CONVERT),
         "a channel lists each bundle once",
-        CONVERT,
-    ),
-    error(rules::BUNDLE_PACKAGE, "a bundle names its package", CONVERT),
-    error(
-        rules::DUPLICATE_BUNDLE,
+    );
+
+    /// A bundle without a package.
+    pub const BUNDLE_PACKAGE: Rule = Rule::new(
+        "bundle-package",
+        SUITE,
+        Upstream::Mirrors(CONVERT),
+        "a bundle names its package",
+    );
+
+    /// Two bundles with one name in a package.
+    pub const DUPLICATE_BUNDLE: Rule = Rule::new(
+        "duplicate-bundle",
+        SUITE,
+        Upstream::Mirrors(CONVERT),
         "one olm.bundle blob per bundle name and package",
-        CONVERT,
-    ),
-    error(
-        rules::BUNDLE_PROPERTIES,
+    );
+
+    /// A property whose value does not parse.
+    pub const BUNDLE_PROPERTIES: Rule = Rule::new(
+        "bundle-properties",
+        SUITE,
+        Upstream::Mirrors("alpha/property/property.go Parse"),
         "well-known properties have the shape of their type",
-        "alpha/property/property.go Parse",
-    ),
-    error(
-        rules::PACKAGE_PROPERTY,
+    );
+
+    /// Not exactly one `olm.package` property, or one naming another package.
+    pub const PACKAGE_PROPERTY: Rule = Rule::new(
+        "package-property",
+        SUITE,
+        Upstream::Mirrors(CONVERT),
         "a bundle has exactly one olm.package property, naming its own package",
-        CONVERT,
-    ),
-    error(
-        rules::BUNDLE_VERSION,
+    );
+
+    /// A version that is not semver.
+    pub const BUNDLE_VERSION: Rule = Rule::new(
+        "bundle-version",
+        SUITE,
+        Upstream::Mirrors(CONVERT),
         "the olm.package version is semver",
-        CONVERT,
-    ),
-    error(
-        rules::IMAGE_PULLSPEC,
+    );
+
+    /// An image pull spec that does not parse.
+    pub const IMAGE_PULLSPEC: Rule = Rule::new(
+        "image-pullspec",
+        SUITE,
+        Upstream::Mirrors("alpha/declcfg/declcfg_to_model.go validateImagePullSpec"),
         "bundle and related images are valid pull specs",
-        "alpha/declcfg/declcfg_to_model.go validateImagePullSpec",
-    ),
-    error(
-        rules::BUNDLE_IMAGE,
+    );
+
+    /// A bundle without image and objects.
+    pub const BUNDLE_IMAGE: Rule = Rule::new(
+        "bundle-image",
+        SUITE,
+        Upstream::Mirrors("alpha/model/model.go Bundle.Validate"),
         "a bundle has an image or its objects",
-        "alpha/model/model.go Bundle.Validate",
-    ),
-    error(
-        rules::BUNDLE_NOT_IN_CHANNEL,
+    );
+
+    /// A bundle in no channel.
+    pub const BUNDLE_NOT_IN_CHANNEL: Rule = Rule::new(
+        "bundle-not-in-channel",
+        SUITE,
+        Upstream::Mirrors(CONVERT),
         "every bundle is in a channel",
-        CONVERT,
-    ),
-    error(
-        rules::ENTRY_WITHOUT_BUNDLE,
+    );
+
+    /// A channel entry without a bundle blob.
+    pub const ENTRY_WITHOUT_BUNDLE: Rule = Rule::new(
+        "entry-without-bundle",
+        SUITE,
+        Upstream::Mirrors(CONVERT),
         "every channel entry has an olm.bundle blob",
-        CONVERT,
-    ),
-    error(
-        rules::DEFAULT_CHANNEL,
+    );
+
+    /// A default channel that is unset or does not exist.
+    pub const DEFAULT_CHANNEL: Rule = Rule::new(
+        "default-channel",
+        SUITE,
+        Upstream::Mirrors("alpha/model/model.go Package.Validate"),
         "the default channel is set and exists",
-        "alpha/model/model.go Package.Validate",
-    ),
-    error(
-        rules::PACKAGE_CHANNELS,
+    );
+
+    /// A package without channels.
+    pub const PACKAGE_CHANNELS: Rule = Rule::new(
+        "package-channels",
+        SUITE,
+        Upstream::Mirrors("alpha/model/model.go Package.Validate"),
         "a package has at least one channel",
-        "alpha/model/model.go Package.Validate",
-    ),
-    error(
-        rules::CHANNEL_EMPTY,
+    );
+
+    /// A channel without entries.
+    pub const CHANNEL_EMPTY: Rule = Rule::new(
+        "channel-empty",
+        SUITE,
+        Upstream::Mirrors("alpha/model/model.go Channel.Validate"),
         "a channel has at least one entry",
-        "alpha/model/model.go Channel.Validate",
-    ),
-    error(
-        rules::CHANNEL_HEAD,
+    );
+
+    /// Zero or several channel heads.
+    pub const CHANNEL_HEAD: Rule = Rule::new(
+        "channel-head",
+        SUITE,
+        Upstream::Mirrors("alpha/model/model.go Channel.Head"),
         "a channel has exactly one head (from replaces and skips; skipRange does not count)",
-        "alpha/model/model.go Channel.Head",
-    ),
-    error(
-        rules::REPLACES_CYCLE,
+    );
+
+    /// A cycle in the replaces chain.
+    pub const REPLACES_CYCLE: Rule = Rule::new(
+        "replaces-cycle",
+        SUITE,
+        Upstream::Mirrors("alpha/model/model.go Channel.validateReplacesChain"),
         "the replaces chain from the head has no cycle",
-        "alpha/model/model.go Channel.validateReplacesChain",
-    ),
-    error(
-        rules::STRANDED_BUNDLE,
+    );
+
+    /// A bundle that no upgrade path from the head reaches.
+    pub const STRANDED_BUNDLE: Rule = Rule::new(
+        "stranded-bundle",
+        SUITE,
+        Upstream::Mirrors("alpha/model/model.go Channel.validateReplacesChain"),
         "every entry is on the replaces chain from the head or skipped",
-        "alpha/model/model.go Channel.validateReplacesChain",
-    ),
-    error(
-        rules::EMPTY_SKIP,
+    );
+
+    /// An empty `skips` item.
+    pub const EMPTY_SKIP: Rule = Rule::new(
+        "empty-skip",
+        SUITE,
+        Upstream::Mirrors("alpha/model/model.go Bundle.Validate"),
         "no empty skips item",
-        "alpha/model/model.go Bundle.Validate",
-    ),
-    error(
-        rules::SKIP_RANGE,
+    );
+
+    /// A skipRange that does not parse.
+    pub const SKIP_RANGE: Rule = Rule::new(
+        "skip-range",
+        SUITE,
+        Upstream::Mirrors("alpha/model/model.go Bundle.Validate"),
         "a skipRange is a blang/semver range",
-        "alpha/model/model.go Bundle.Validate",
-    ),
-    error(
-        rules::DUPLICATE_VERSION,
+    );
+
+    /// Several bundles with one version.
+    pub const DUPLICATE_VERSION: Rule = Rule::new(
+        "duplicate-version",
+        SUITE,
+        Upstream::Mirrors("alpha/model/model.go Package.validateUniqueBundleVersions"),
         "the bundles in a package's channels have distinct versions",
-        "alpha/model/model.go Package.validateUniqueBundleVersions",
-    ),
-    error(
-        rules::DEPRECATION,
+    );
+
+    /// A broken `olm.deprecations` blob.
+    pub const DEPRECATION: Rule = Rule::new(
+        "deprecation",
+        SUITE,
+        Upstream::Mirrors(CONVERT),
         "one olm.deprecations blob per known package, whose entries name existing objects and carry a message",
-        CONVERT,
-    ),
-    Rule {
-        id: rules::EMPTY_CATALOG,
-        severity: Severity::Warning,
-        description: "the catalog has at least one olm.package blob (opm accepts an empty one)",
-        upstream: "",
-    },
+    );
+
+    /// A catalog without any `olm.package` blob (opm accepts it: a warning).
+    pub const EMPTY_CATALOG: Rule = Rule::new(
+        "empty-catalog",
+        SUITE,
+        Upstream::Stricter,
+        "the catalog has at least one olm.package blob (opm accepts an empty one)",
+    );
+}
+
+/// Every catalog rule (the meta-test `tests/it/model_rules.rs` keeps it complete).
+pub const RULES: &[&Rule] = &[
+    &rules::PACKAGE_NAME,
+    &rules::DUPLICATE_PACKAGE,
+    &rules::UNKNOWN_PACKAGE,
+    &rules::CHANNEL_NAME,
+    &rules::DUPLICATE_CHANNEL,
+    &rules::DUPLICATE_ENTRY,
+    &rules::BUNDLE_PACKAGE,
+    &rules::DUPLICATE_BUNDLE,
+    &rules::BUNDLE_PROPERTIES,
+    &rules::PACKAGE_PROPERTY,
+    &rules::BUNDLE_VERSION,
+    &rules::IMAGE_PULLSPEC,
+    &rules::BUNDLE_IMAGE,
+    &rules::BUNDLE_NOT_IN_CHANNEL,
+    &rules::ENTRY_WITHOUT_BUNDLE,
+    &rules::DEFAULT_CHANNEL,
+    &rules::PACKAGE_CHANNELS,
+    &rules::CHANNEL_EMPTY,
+    &rules::CHANNEL_HEAD,
+    &rules::REPLACES_CYCLE,
+    &rules::STRANDED_BUNDLE,
+    &rules::EMPTY_SKIP,
+    &rules::SKIP_RANGE,
+    &rules::DUPLICATE_VERSION,
+    &rules::DEPRECATION,
+    &rules::EMPTY_CATALOG,
 ];
 
 /// Where a finding points: `package p / channel c / bundle b`.
@@ -248,21 +287,6 @@ pub fn object_path(package: &str, channel: Option<&str>, bundle: Option<&str>) -
     s
 }
 
-/// The findings so far.
-#[derive(Default)]
-pub(crate) struct Findings(Report);
-
-impl Findings {
-    /// Adds a finding about a blob of `file`.
-    pub(crate) fn add(&mut self, f: Finding, file: Option<&str>) {
-        let f = match file {
-            Some(file) => f.file(file.to_string()),
-            None => f,
-        };
-        self.0.push(f);
-    }
-}
-
 /// Validates a catalog. `origins` (from [`crate::declcfg::load::load_dir_with_files`]) adds
 /// file names to the findings.
 pub fn validate(cfg: &DeclarativeConfig, origins: Option<&Origins>) -> Report {
@@ -271,9 +295,9 @@ pub fn validate(cfg: &DeclarativeConfig, origins: Option<&Origins>) -> Report {
 
 /// Validates a model: its conversion problems, then every rule of [`RULES`].
 pub fn validate_model(model: &Model<'_>) -> Report {
-    let mut out = Findings::default();
+    let mut out = Findings::new(false);
     for p in &model.problems {
-        out.add(problem_finding(p), p.file);
+        report_problem(&mut out, p);
     }
     package::check(model, &mut out);
     bundle::check(model, &mut out);
@@ -287,35 +311,34 @@ pub fn validate_model(model: &Model<'_>) -> Report {
         }
         package::check_unique_versions(pkg, &mut out);
     }
-    let mut report = out.0;
-    report.normalize();
-    report
+    out.into_report()
 }
 
 /// Words a conversion problem (each in the file of the area it concerns).
-fn problem_finding(p: &Problem<'_>) -> Finding {
+fn report_problem(out: &mut Findings, p: &Problem<'_>) {
+    let file = p.file;
     match &p.kind {
-        ProblemKind::PackageNoName { index } => package::no_name(*index),
-        ProblemKind::DuplicatePackage(blob) => package::duplicate(blob),
-        ProblemKind::ChannelUnknownPackage(c) => channel::unknown_package(c),
-        ProblemKind::ChannelNoName(c) => channel::no_name(c),
-        ProblemKind::DuplicateChannel(c) => channel::duplicate(c),
-        ProblemKind::DuplicateEntry(c, entry) => channel::duplicate_entry(c, entry),
-        ProblemKind::BundleNoPackage(b) => bundle::no_package(b),
-        ProblemKind::BundleUnknownPackage(b) => bundle::unknown_package(b),
-        ProblemKind::DuplicateBundle(b) => bundle::duplicate(b),
-        ProblemKind::BadProperty(b, e) => bundle::bad_property(b, e),
-        ProblemKind::PackagePropertyCount(b, n) => bundle::package_property_count(b, *n),
+        ProblemKind::PackageNoName { index } => package::no_name(out, file, *index),
+        ProblemKind::DuplicatePackage(blob) => package::duplicate(out, file, blob),
+        ProblemKind::ChannelUnknownPackage(c) => channel::unknown_package(out, file, c),
+        ProblemKind::ChannelNoName(c) => channel::no_name(out, file, c),
+        ProblemKind::DuplicateChannel(c) => channel::duplicate(out, file, c),
+        ProblemKind::DuplicateEntry(c, entry) => channel::duplicate_entry(out, file, c, entry),
+        ProblemKind::BundleNoPackage(b) => bundle::no_package(out, file, b),
+        ProblemKind::BundleUnknownPackage(b) => bundle::unknown_package(out, file, b),
+        ProblemKind::DuplicateBundle(b) => bundle::duplicate(out, file, b),
+        ProblemKind::BadProperty(b, e) => bundle::bad_property(out, file, b, e),
+        ProblemKind::PackagePropertyCount(b, n) => bundle::package_property_count(out, file, b, *n),
         ProblemKind::PackagePropertyMismatch(b, named) => {
-            bundle::package_property_mismatch(b, named)
+            bundle::package_property_mismatch(out, file, b, named)
         }
         ProblemKind::BadVersion {
             bundle: b,
             version,
             error,
-        } => bundle::bad_version(b, version, error),
-        ProblemKind::DeprecationNoPackage { index } => deprecation::no_package(*index),
-        ProblemKind::DeprecationUnknownPackage(d) => deprecation::unknown_package(d),
-        ProblemKind::DuplicateDeprecation(d) => deprecation::duplicate(d),
+        } => bundle::bad_version(out, file, b, version, error),
+        ProblemKind::DeprecationNoPackage { index } => deprecation::no_package(out, file, *index),
+        ProblemKind::DeprecationUnknownPackage(d) => deprecation::unknown_package(out, file, d),
+        ProblemKind::DuplicateDeprecation(d) => deprecation::duplicate(out, file, d),
     }
 }

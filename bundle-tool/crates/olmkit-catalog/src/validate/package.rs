@@ -1,26 +1,30 @@
 //! Package rules: names, duplicates, the default channel, channels present, unique versions,
 //! and the catalog-wide check that there is a package at all.
 
-use super::{Findings, grammar::dns1123_label_errors, object_path, rules};
+use super::object_path;
+use super::rules::{
+    DEFAULT_CHANNEL, DUPLICATE_PACKAGE, DUPLICATE_VERSION, EMPTY_CATALOG, PACKAGE_CHANNELS,
+    PACKAGE_NAME,
+};
 use crate::declcfg::{self, SCHEMA_PACKAGE};
 use crate::model::{Model, Package};
-use olmkit_core::findings::Finding;
+use olmkit_core::Findings;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// `olm.package` blob without a name (`ConvertToModel`: "config contains package with no name").
-pub(super) fn no_name(index: usize) -> Finding {
-    Finding::error(rules::PACKAGE_NAME, "config contains package with no name")
-        .path(format!("{SCHEMA_PACKAGE} blob #{index}"))
+pub(super) fn no_name(out: &mut Findings, file: Option<&str>, index: usize) {
+    out.at(file, Some(&format!("{SCHEMA_PACKAGE} blob #{index}")))
+        .error(&PACKAGE_NAME, "config contains package with no name");
 }
 
 /// A second `olm.package` blob of a name (`ConvertToModel`).
-pub(super) fn duplicate(p: &declcfg::Package) -> Finding {
-    Finding::error(
-        rules::DUPLICATE_PACKAGE,
-        format!("duplicate package {:?}", p.name),
-    )
-    .path(object_path(&p.name, None, None))
-    .hint("keep exactly one olm.package blob per package")
+pub(super) fn duplicate(out: &mut Findings, file: Option<&str>, p: &declcfg::Package) {
+    out.at(file, Some(&object_path(&p.name, None, None)))
+        .error(
+            &DUPLICATE_PACKAGE,
+            format!("duplicate package {:?}", p.name),
+        )
+        .hint("keep exactly one olm.package blob per package");
 }
 
 /// Catalog-wide and per-package name rules.
@@ -40,32 +44,22 @@ fn check_not_empty(model: &Model<'_>, out: &mut Findings) {
     if b.packages > 0 {
         return;
     }
-    out.add(
-        Finding::warning(
-            rules::EMPTY_CATALOG,
-            format!(
+    out.at(None, None).warning(&EMPTY_CATALOG, format!(
                 "found 0 packages: the catalog has no olm.package blob ({} channel, {} bundle, {} deprecation and {} other blobs)",
                 b.channels, b.bundles, b.deprecations, b.others
-            ),
-        )
-        .hint("the loader does not follow symbolic links to directories (like opm): copy linked package directories into the catalog; check also that .indexignore does not exclude them"),
-        None,
-    );
+            )).hint("the loader does not follow symbolic links to directories (like opm): copy linked package directories into the catalog; check also that .indexignore does not exclude them");
 }
 
 /// Package name is a DNS-1123 label (`ConvertToModel`, Kubernetes `IsDNS1123Label`).
 fn check_name(pkg: &Package<'_>, out: &mut Findings) {
-    let errs = dns1123_label_errors(pkg.name);
+    let errs = olmkit_core::k8s_name::dns1123_label_errors(pkg.name);
     if !errs.is_empty() {
-        out.add(
-            Finding::error(
-                rules::PACKAGE_NAME,
+        out.at(pkg.file, Some(&object_path(pkg.name, None, None)))
+            .error(
+                &PACKAGE_NAME,
                 format!("invalid package name {:?}: [{}]", pkg.name, errs.join(", ")),
             )
-            .path(object_path(pkg.name, None, None))
-            .hint("use lowercase letters, digits and '-' only"),
-            pkg.file,
-        );
+            .hint("use lowercase letters, digits and '-' only");
     }
 }
 
@@ -74,38 +68,24 @@ pub(super) fn check_default_channel(pkg: &Package<'_>, out: &mut Findings) {
     let name = pkg.name;
     let default = pkg.blob.default_channel.as_str();
     if default.is_empty() {
-        out.add(
-            Finding::error(
-                rules::DEFAULT_CHANNEL,
+        out.at(pkg.file, Some(&object_path(name, None, None)))
+            .error(
+                &DEFAULT_CHANNEL,
                 format!("invalid package {name:?}: default channel must be set"),
             )
-            .path(object_path(name, None, None))
-            .hint("set `defaultChannel` in the olm.package blob"),
-            pkg.file,
-        );
+            .hint("set `defaultChannel` in the olm.package blob");
     } else if pkg.channel(default).is_none() {
         // opm synthesises an empty default channel, which then fails its channel checks.
-        out.add(
-            Finding::error(
-                rules::DEFAULT_CHANNEL,
-                format!("invalid channel {default:?}: channel must contain at least one bundle"),
-            )
-            .path(object_path(name, Some(default), None))
-            .hint(format!(
+        out.at(pkg.file, Some(&object_path(name, Some(default), None))).error(&DEFAULT_CHANNEL, format!("invalid channel {default:?}: channel must contain at least one bundle")).hint(format!(
                 "package {name:?} references non-existent default channel {default:?}: add that channel or set defaultChannel to an existing one"
-            )),
-            pkg.file,
-        );
+            ));
     }
     if pkg.channels.is_empty() && default.is_empty() {
-        out.add(
-            Finding::error(
-                rules::PACKAGE_CHANNELS,
+        out.at(pkg.file, Some(&object_path(name, None, None)))
+            .error(
+                &PACKAGE_CHANNELS,
                 format!("invalid package {name:?}: package must contain at least one channel"),
-            )
-            .path(object_path(name, None, None)),
-            pkg.file,
-        );
+            );
     }
 }
 
@@ -139,17 +119,14 @@ pub(super) fn check_unique_versions(pkg: &Package<'_>, out: &mut Findings) {
         .iter()
         .map(|(v, names)| format!("{{{v}: [{}]}}", names.join(", ")))
         .collect();
-    out.add(
-        Finding::error(
-            rules::DUPLICATE_VERSION,
+    out.at(pkg.file, Some(&object_path(pkg.name, None, None)))
+        .error(
+            &DUPLICATE_VERSION,
             format!(
                 "invalid package {:?}: duplicate versions found in bundles: [{}]",
                 pkg.name,
                 parts.join(" ")
             ),
         )
-        .path(object_path(pkg.name, None, None))
-        .hint("every bundle of a package needs its own version"),
-        pkg.file,
-    );
+        .hint("every bundle of a package needs its own version");
 }

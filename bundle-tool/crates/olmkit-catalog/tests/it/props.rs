@@ -129,7 +129,7 @@ proptest! {
     fn validation_accepts_exactly_the_sound_graphs(entries in arb_channel()) {
         let want = oracle_valid(&entries);
         let report = validate(&catalog(entries.clone()), None);
-        let graph_rules = [rules::CHANNEL_HEAD, rules::REPLACES_CYCLE, rules::STRANDED_BUNDLE];
+        let graph_rules = [rules::CHANNEL_HEAD.id, rules::REPLACES_CYCLE.id, rules::STRANDED_BUNDLE.id];
         let got = !report.findings.iter().any(|f| graph_rules.contains(&f.rule.as_str()));
         prop_assert_eq!(got, want, "{:?}\n{}", entries, report.render_text());
         // nothing else is wrong with these catalogs

@@ -28,7 +28,9 @@ fn channel(entries: Vec<ChannelEntry>) -> Channel {
 /// The stranded bundles opm would name, or None when the channel is fine.
 fn stranded(entries: Vec<ChannelEntry>) -> Option<String> {
     let findings = check_channel_graph("p", &channel(entries), &|_| None);
-    let f = findings.iter().find(|f| f.rule == rules::STRANDED_BUNDLE)?;
+    let f = findings
+        .iter()
+        .find(|f| f.rule == rules::STRANDED_BUNDLE.id)?;
     Some(f.message.rsplit(": ").next().unwrap().to_string())
 }
 
@@ -103,5 +105,5 @@ fn a_clean_chain_has_no_finding_and_a_cycle_is_named() {
         entry("b", "a", &[]),
         entry("h", "a", &[]),
     ]);
-    assert_eq!(ids, vec![rules::REPLACES_CYCLE.to_string()]);
+    assert_eq!(ids, vec![rules::REPLACES_CYCLE.id.to_string()]);
 }
