@@ -219,16 +219,11 @@ pub(crate) fn check(ctx: &mut Ctx) {
             _ => schema_findings(ctx, m, &KUBE_SCHEMA),
         }
     }
-    let webhook_crds: Vec<String> = arr_at(ctx.csv_obj(), "/spec/webhookdefinitions")
-        .iter()
-        .filter(|w| str_at(w, "/type") == Some("ConversionWebhook"))
-        .flat_map(|w| {
-            arr_at(w, "/conversionCRDs")
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
+    let webhook_crds: Vec<String> = ctx
+        .csv_view()
+        .webhook_definitions()
+        .filter(|w| w.webhook_type() == Some("ConversionWebhook"))
+        .flat_map(|w| w.conversion_crds().map(str::to_string).collect::<Vec<_>>())
         .collect();
     for crd in &crd_facts(&b.manifests) {
         let m = crd.manifest;

@@ -19,6 +19,7 @@ use crate::json::{arr_at, str_at};
 use crate::naming::{package_of_csv_name, parse_csv_name};
 use crate::schemas;
 use olmkit_core::Rule;
+use olmkit_core::csv::{ALM_EXAMPLES, Csv};
 use olmkit_core::version_range::VersionRange;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -237,12 +238,8 @@ fn skip_range(ctx: &mut Ctx, f: Option<&str>) {
 /// operator-framework/api `ValidateAnnotationNames`: OLM's case-sensitive annotation keys are
 /// spelled right (an error); `olm.properties` is not used (a warning, as upstream).
 fn annotations(ctx: &mut Ctx, file: &str) {
-    let csv = ctx.csv_obj();
     let f = Some(file);
-    let Some(ann) = csv
-        .pointer("/metadata/annotations")
-        .and_then(Value::as_object)
-    else {
+    let Some(ann) = ctx.csv_view().annotations() else {
         ctx.at(f, Some("metadata.annotations"))
             .warning(&CSV_EXAMPLES, "annotations not found (no alm-examples)");
         return;
@@ -272,7 +269,7 @@ pub(crate) const MIN_KUBE_NOT_INFORMED: &str = "csv.Spec.minKubeVersion is not i
 /// operator-framework/api `validateMinKubeVersion`: a warning when empty, an error when blang
 /// `semver.Parse` (strict: `1.25` and `v1.25.0` fail) refuses it.
 pub(crate) fn min_kube_findings(ctx: &mut Ctx, file: &str, rule: &Rule) {
-    match str_at(ctx.csv_obj(), "/spec/minKubeVersion") {
+    match ctx.csv_view().min_kube_version() {
         None => {
             ctx.at(Some(file), Some("spec.minKubeVersion"))
                 .warning(rule, MIN_KUBE_NOT_INFORMED);
@@ -303,17 +300,17 @@ fn min_kube(ctx: &mut Ctx, file: &str) {
 /// AllNamespaces with conversion CRDs (errors); duplicates and unknown types (upstream never
 /// reports them: stricter).
 fn install_modes(ctx: &mut Ctx, file: &str) {
-    let csv = ctx.csv_obj();
+    let csv = ctx.csv_view();
     let f = Some(file);
-    let modes = arr_at(csv, "/spec/installModes");
+    let modes: Vec<_> = csv.install_modes().collect();
     if modes.is_empty() {
         ctx.at(f, Some("spec.installModes")).error(&CSV_INSTALL_MODES, "install modes not found").hint("list OwnNamespace, SingleNamespace, MultiNamespace and AllNamespaces with supported: true/false");
         return;
     }
     let mut seen = BTreeSet::new();
     let mut supported = BTreeSet::new();
-    for (i, m) in modes.iter().enumerate() {
-        let t = str_at(m, "/type").unwrap_or("");
+    for m in &modes {
+        let (i, t) = (m.index, m.mode_type().unwrap_or(""));
         // Upstream never reports duplicates (its set is never filled) nor unknown types.
         if !seen.insert(t) {
             ctx.at(f, Some(&format!("spec.installModes[{i}]")))
@@ -323,7 +320,7 @@ fn install_modes(ctx: &mut Ctx, file: &str) {
             ctx.at(f, Some(&format!("spec.installModes[{i}].type")))
                 .stricter(&CSV_INSTALL_MODES, format!("unknown install mode {t:?}"));
         }
-        if m.get("supported") == Some(&Value::Bool(true)) {
+        if m.supported() == Some(true) {
             supported.insert(t);
         }
     }
@@ -331,31 +328,30 @@ fn install_modes(ctx: &mut Ctx, file: &str) {
         ctx.at(f, Some("spec.installModes"))
             .error(&CSV_INSTALL_MODES, "none of InstallModeTypes are supported");
     }
-    let has_conversion = arr_at(csv, "/spec/webhookdefinitions")
-        .iter()
-        .any(|w| !arr_at(w, "/conversionCRDs").is_empty());
+    // Any conversionCRDs entry counts, strings or not (upstream checks the list's length).
+    let has_conversion = csv
+        .webhook_definitions()
+        .any(|w| !arr_at(w.raw, "/conversionCRDs").is_empty());
     if has_conversion && supported.iter().any(|t| *t != "AllNamespaces") {
         ctx.at(f, Some("spec.installModes")).error(&CSV_INSTALL_MODES, "only AllNamespaces InstallModeType is supported when conversionCRDs is present").hint("a CRD is cluster-wide, so its conversion webhook must serve every namespace; set supported: false on the other modes");
     }
 }
 
 /// `(group, version, kind)` of the owned CRD entries.
-fn owned_keys(csv: &Value) -> Vec<(usize, String, String, String)> {
-    arr_at(csv, "/spec/customresourcedefinitions/owned")
-        .iter()
-        .enumerate()
-        .map(|(i, o)| {
-            let name = str_at(o, "/name").unwrap_or("");
+fn owned_keys(csv: Csv<'_>) -> Vec<(usize, String, String, String)> {
+    csv.owned_crds()
+        .map(|o| {
+            let name = o.name().unwrap_or("");
             let group = name
                 .split_once('.')
                 .map(|(_, g)| g)
                 .unwrap_or(name)
                 .to_string();
             (
-                i,
+                o.index,
                 group,
-                str_at(o, "/version").unwrap_or("").to_string(),
-                str_at(o, "/kind").unwrap_or("").to_string(),
+                o.version().unwrap_or("").to_string(),
+                o.kind().unwrap_or("").to_string(),
             )
         })
         .collect()
@@ -372,13 +368,9 @@ fn examples(ctx: &mut Ctx, file: &str) {
 /// The examples annotation (`alm-examples`, or `olm.examples`) parsed as a JSON list of
 /// objects (`validateJSON`; empty is allowed), with its path.
 fn example_list(ctx: &mut Ctx, file: &str) -> Option<(String, Vec<Value>)> {
-    let csv = ctx.csv_obj();
     let f = Some(file);
-    let ann = csv
-        .pointer("/metadata/annotations")
-        .and_then(Value::as_object);
-    let ann = ann?;
-    let (text, key) = match (ann.get("alm-examples"), ann.get("olm.examples")) {
+    let ann = ctx.csv_view().annotations()?;
+    let (text, key) = match (ann.get(ALM_EXAMPLES), ann.get("olm.examples")) {
         (Some(a), Some(_)) => {
             ctx.at(f, Some("metadata.annotations")).warning(
                 &CSV_EXAMPLES,
@@ -436,17 +428,17 @@ fn example_list(ctx: &mut Ctx, file: &str) -> Option<(String, Vec<Value>)> {
 /// Every example is of a provided API (an owned CRD version or APIService: an error); every
 /// provided API has an example (a warning).
 fn examples_of_provided_apis(ctx: &mut Ctx, file: &str, path: &str, list: &[Value]) {
-    let csv = ctx.csv_obj();
+    let csv = ctx.csv_view();
     let f = Some(file);
     let mut provided: BTreeSet<(String, String, String)> = owned_keys(csv)
         .into_iter()
         .map(|(_, g, v, k)| (g, v, k))
         .collect();
-    for api in arr_at(csv, "/spec/apiservicedefinitions/owned") {
+    for api in csv.owned_api_services() {
         provided.insert((
-            str_at(api, "/group").unwrap_or("").into(),
-            str_at(api, "/version").unwrap_or("").into(),
-            str_at(api, "/kind").unwrap_or("").into(),
+            api.group().unwrap_or("").into(),
+            api.version().unwrap_or("").into(),
+            api.kind().unwrap_or("").into(),
         ));
     }
     let mut seen = BTreeSet::new();
@@ -473,15 +465,15 @@ fn examples_of_provided_apis(ctx: &mut Ctx, file: &str, path: &str, list: &[Valu
 /// operator-framework/api `validateVersionKind` and `checkEmptyFields`: fields without
 /// `omitempty` are set (errors); a blank display name or another strategy (stricter).
 fn required(ctx: &mut Ctx, file: &str) {
-    let csv = ctx.csv_obj();
+    let csv = ctx.csv_view();
     let f = Some(file);
-    // operator-framework/api `validateVersionKind`.
-    if str_at(csv, "/apiVersion").is_none_or(str::is_empty) {
+    // operator-framework/api `validateVersionKind` (the view has no accessor for apiVersion).
+    if str_at(csv.raw(), "/apiVersion").is_none_or(str::is_empty) {
         ctx.at(f, Some("apiVersion"))
             .error(&CSV_REQUIRED, "'apiVersion' is missing");
     }
     // operator-framework/api `checkEmptyFields`: fields without `omitempty` must not be zero.
-    match str_at(csv, "/spec/displayName") {
+    match csv.display_name() {
         None | Some("") => {
             ctx.at(f, Some("spec.displayName")).error(
                 &CSV_REQUIRED,
@@ -496,7 +488,7 @@ fn required(ctx: &mut Ctx, file: &str) {
         }
         Some(_) => {}
     }
-    match str_at(csv, "/spec/install/strategy") {
+    match csv.install_strategy() {
         Some("deployment") => {}
         None | Some("") => {
             ctx.at(f, Some("spec.install.strategy")).error(
@@ -508,13 +500,11 @@ fn required(ctx: &mut Ctx, file: &str) {
             ctx.at(f, Some("spec.install.strategy")).stricter(&CSV_REQUIRED, format!("install strategy {other:?} is not supported; OLM installs the \"deployment\" strategy"));
         }
     }
-    let install_spec_set = csv
-        .pointer("/spec/install/spec")
-        .and_then(Value::as_object)
-        .is_some_and(|m| m.values().any(|v| !v.is_null()));
+    let install_spec = csv.install_spec().and_then(Value::as_object);
+    let install_spec_set = install_spec.is_some_and(|m| m.values().any(|v| !v.is_null()));
     if install_spec_set
-        && csv
-            .pointer("/spec/install/spec/deployments")
+        && install_spec
+            .and_then(|m| m.get("deployments"))
             .is_none_or(Value::is_null)
     {
         ctx.at(f, Some("spec.install.spec.deployments")).error(
@@ -527,7 +517,7 @@ fn required(ctx: &mut Ctx, file: &str) {
 /// operator-framework/api `validateOwnedCRDs`: owned CRDs are shipped and shipped CRDs owned
 /// (errors); an entry listed twice, a served version not listed (warnings).
 fn owned_crds(ctx: &mut Ctx, file: &str) {
-    let csv = ctx.csv_obj();
+    let csv = ctx.csv_view();
     let f = Some(file);
     let crds = crd_facts(&ctx.bundle.manifests);
     // Every (group, version, kind) a shipped CRD defines.
@@ -550,9 +540,10 @@ fn owned_crds(ctx: &mut Ctx, file: &str) {
     let mut owned_found_kinds: BTreeSet<(String, String)> = BTreeSet::new();
     for (i, g, v, k) in &owned {
         let path = format!("spec.customresourcedefinitions.owned[{i}]");
-        let name = arr_at(csv, "/spec/customresourcedefinitions/owned")
-            .get(*i)
-            .and_then(|o| str_at(o, "/name"))
+        let name = csv
+            .owned_crds()
+            .nth(*i)
+            .and_then(|o| o.name())
             .unwrap_or("");
         if !name.contains('.') {
             ctx.at(f, Some(&format!("{path}.name"))).error(
@@ -607,36 +598,31 @@ fn owned_crds(ctx: &mut Ctx, file: &str) {
 /// look: stricter): unique names, an install deployment serving each, a port number, and per
 /// type [`conversion_webhook`] and [`admission_webhook`].
 fn webhooks(ctx: &mut Ctx, file: &str) {
-    let csv = ctx.csv_obj();
+    let csv = ctx.csv_view();
     let f = Some(file);
-    let deployments: BTreeSet<&str> = arr_at(csv, "/spec/install/spec/deployments")
-        .iter()
-        .filter_map(|d| str_at(d, "/name"))
-        .collect();
+    let deployments: BTreeSet<&str> = csv.deployments().filter_map(|d| d.name()).collect();
     let crd_names: BTreeSet<String> = crd_facts(&ctx.bundle.manifests)
         .iter()
         .map(|c| c.name.to_string())
         .collect();
-    let owned_names: BTreeSet<&str> = arr_at(csv, "/spec/customresourcedefinitions/owned")
-        .iter()
-        .filter_map(|o| str_at(o, "/name"))
-        .collect();
+    let owned_names: BTreeSet<&str> = csv.owned_crds().filter_map(|o| o.name()).collect();
     let mut names = BTreeMap::new();
-    for (i, w) in arr_at(csv, "/spec/webhookdefinitions").iter().enumerate() {
+    for def in csv.webhook_definitions() {
+        let (i, w) = (def.index, def.raw);
         let base = format!("spec.webhookdefinitions[{i}]");
-        let gname = str_at(w, "/generateName").unwrap_or("");
-        let wtype = str_at(w, "/type").unwrap_or("");
+        let gname = def.generate_name().unwrap_or("");
+        let wtype = def.webhook_type().unwrap_or("");
         if let Some(prev) = names.insert(gname.to_string(), i) {
             ctx.at(f, Some(&format!("{base}.generateName"))).stricter(
                 &CSV_WEBHOOKS,
                 format!("generateName {gname:?} is also used by webhookdefinitions[{prev}]"),
             );
         }
-        let dep = str_at(w, "/deploymentName").unwrap_or("");
+        let dep = def.deployment_name().unwrap_or("");
         if !deployments.contains(dep) {
             ctx.at(f, Some(&format!("{base}.deploymentName"))).stricter(&CSV_WEBHOOKS, format!("webhook {gname} is served by deployment {dep:?}, which is not one of the CSV's install deployments")).hint("OLM creates <deploymentName>-service and mounts the webhook certificate into that deployment");
         }
-        if let Some(p) = w.get("containerPort").and_then(Value::as_i64)
+        if let Some(p) = def.container_port()
             && !(1..=65535).contains(&p)
         {
             ctx.at(f, Some(&format!("{base}.containerPort"))).stricter(

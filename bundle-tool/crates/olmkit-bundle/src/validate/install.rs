@@ -11,12 +11,15 @@ use super::rules::{INSTALL_DEPLOYMENTS, INSTALL_PERMISSIONS, INSTALL_SERVICE_ACC
 use super::{Ctx, name_problem};
 use crate::json::{arr_at, str_at, string_map};
 use crate::schemas;
+use olmkit_core::csv::{Csv, CsvDeployment, DeploymentSpec};
 use olmkit_core::k8s_name;
 use std::collections::BTreeSet;
 
+/// The service account a deployment's pods run as (`default` when unset).
 fn deployment_sa(spec: &serde_json::Value) -> String {
-    str_at(spec, "/template/spec/serviceAccountName")
-        .or_else(|| str_at(spec, "/template/spec/serviceAccount"))
+    DeploymentSpec::new(spec)
+        .pod_spec()
+        .service_account()
         .filter(|s| !s.is_empty())
         .unwrap_or("default")
         .to_string()
@@ -64,23 +67,23 @@ fn decode_and_range(
 /// Runs the install checks: each install deployment, then the service accounts.
 pub(crate) fn check(ctx: &mut Ctx) {
     let Some(file) = ctx.csv_file() else { return };
-    let csv = ctx.csv_obj();
+    let csv = ctx.csv_view();
     let f = Some(file);
-    if str_at(csv, "/spec/install/strategy") != Some("deployment") {
+    if csv.install_strategy() != Some("deployment") {
         return;
     }
-    let deployments = arr_at(csv, "/spec/install/spec/deployments");
+    let deployments: Vec<CsvDeployment> = csv.deployments().collect();
     if deployments.is_empty() {
         ctx.at(f, Some("spec.install.spec.deployments")).stricter(&INSTALL_DEPLOYMENTS, "the install strategy lists no deployment, so OLM would run nothing").hint("generate the CSV from the operator's manifests (its Deployment) with `bundle-tool generate bundle`");
         return;
     }
     let mut names = BTreeSet::new();
     let mut used_accounts = BTreeSet::new();
-    for (i, d) in deployments.iter().enumerate() {
-        let base = format!("spec.install.spec.deployments[{i}]");
-        let name = str_at(d, "/name").unwrap_or("");
+    for d in &deployments {
+        let base = format!("spec.install.spec.deployments[{}]", d.index);
+        let name = d.name().unwrap_or("");
         deployment_name(ctx, f, &base, name, &mut names);
-        let Some(spec) = d.get("spec") else {
+        let Some(spec) = d.raw.get("spec") else {
             ctx.at(f, Some(&format!("{base}.spec")))
                 .stricter(&INSTALL_DEPLOYMENTS, "deployment spec is required");
             continue;
@@ -91,7 +94,7 @@ pub(crate) fn check(ctx: &mut Ctx) {
         used_accounts.insert(deployment_sa(spec));
     }
     let created = permissions(ctx, f, csv, &used_accounts);
-    let bundled = bundled_service_accounts(ctx, deployments, &used_accounts);
+    let bundled = bundled_service_accounts(ctx, &deployments, &used_accounts);
     for sa in &used_accounts {
         if sa == "default" || created.contains(sa) || bundled.iter().any(|n| n == sa) {
             continue;
@@ -197,17 +200,17 @@ fn deployment_selector(
 fn permissions(
     ctx: &mut Ctx,
     f: Option<&str>,
-    csv: &serde_json::Value,
+    csv: Csv<'_>,
     used_accounts: &BTreeSet<String>,
 ) -> BTreeSet<String> {
     let mut created: BTreeSet<String> = BTreeSet::new();
-    for key in ["permissions", "clusterPermissions"] {
-        for (i, p) in arr_at(csv, &format!("/spec/install/spec/{key}"))
-            .iter()
-            .enumerate()
-        {
-            let sa = str_at(p, "/serviceAccountName").unwrap_or("");
-            let path = format!("spec.install.spec.{key}[{i}].serviceAccountName");
+    for (key, list) in [
+        ("permissions", csv.permissions().collect::<Vec<_>>()),
+        ("clusterPermissions", csv.cluster_permissions().collect()),
+    ] {
+        for p in list {
+            let sa = p.service_account_name().unwrap_or("");
+            let path = format!("spec.install.spec.{key}[{}].serviceAccountName", p.index);
             if sa.is_empty() {
                 ctx.at(f, Some(&path))
                     .stricter(&INSTALL_PERMISSIONS, "serviceAccountName is required");
@@ -233,12 +236,12 @@ fn permissions(
 /// Returns the names of the bundled ServiceAccounts.
 fn bundled_service_accounts(
     ctx: &mut Ctx,
-    deployments: &[serde_json::Value],
+    deployments: &[CsvDeployment<'_>],
     used_accounts: &BTreeSet<String>,
 ) -> Vec<String> {
     let explicit_accounts: BTreeSet<&str> = deployments
         .iter()
-        .filter_map(|d| str_at(d, "/spec/template/spec/serviceAccountName"))
+        .filter_map(|d| str_at(d.spec().pod_spec().raw, "/serviceAccountName"))
         .filter(|s| !s.is_empty())
         .collect();
     let bundle = ctx.bundle;

@@ -126,7 +126,7 @@ fn channel_names(ctx: &Ctx) -> Vec<String> {
 /// operator-framework/api `checkCategories`: each comma-separated category (trimmed) must be
 /// a standard one, or one of the custom categories when they are given.
 fn categories(ctx: &mut Ctx, file: &str) {
-    let Some(cats) = str_at(ctx.csv_obj(), "/metadata/annotations/categories") else {
+    let Some(cats) = ctx.csv_view().annotation("categories") else {
         return;
     };
     let custom = ctx.options.categories.as_ref();
@@ -235,10 +235,9 @@ fn hub_links(ctx: &mut Ctx, file: &str) {
 
 /// `checkCapabilities`: the capabilities annotation is a known level.
 fn hub_capabilities(ctx: &mut Ctx, file: &str) {
-    let csv = ctx.csv_obj();
     let f = Some(file);
     let r = &OPERATORHUB;
-    if let Some(cap) = str_at(csv, "/metadata/annotations/capabilities")
+    if let Some(cap) = ctx.csv_view().annotation("capabilities")
         && !CAPABILITIES.contains(&cap)
     {
         ctx.at(f, Some("metadata.annotations.capabilities")).error(
@@ -252,10 +251,9 @@ fn hub_capabilities(ctx: &mut Ctx, file: &str) {
 
 /// `checkSpecVersion`: the version is set (and not 0.0.0).
 fn hub_version(ctx: &mut Ctx, file: &str) {
-    let csv = ctx.csv_obj();
     let f = Some(file);
     let r = &OPERATORHUB;
-    let zero_version = match str_at(csv, "/spec/version") {
+    let zero_version = match ctx.csv_view().version() {
         None => true,
         Some(v) => semver::Version::parse(v).is_ok_and(|v| v == semver::Version::new(0, 0, 0)),
     };
@@ -302,10 +300,9 @@ fn hub_icon(ctx: &mut Ctx, file: &str) {
 /// operator-framework/api `OperatorHubValidator` (`validateBundleOperatorHub`) warnings: the
 /// CSV name and the channels follow the naming conventions.
 fn hub_naming(ctx: &mut Ctx, file: &str) {
-    let csv = ctx.csv_obj();
     let f = Some(file);
     let r = &OPERATORHUB;
-    let name = str_at(csv, "/metadata/name").unwrap_or("");
+    let name = ctx.csv_view().name().unwrap_or("");
     let version_suffix_ok = name
         .rsplit_once(".v")
         .is_some_and(|(_, v)| semver::Version::parse(v).is_ok());
@@ -335,31 +332,31 @@ fn has_quantity(resources: &Value, key: &str) -> bool {
 /// operator-framework/api good practices.
 pub(crate) fn good_practices(ctx: &mut Ctx) {
     let Some(file) = ctx.csv_file() else { return };
-    let csv = ctx.csv_obj();
+    let csv = ctx.csv_view();
     let f = Some(file);
     let r = &GOOD_PRACTICES;
-    let deployments = arr_at(csv, "/spec/install/spec/deployments");
+    let deployments: Vec<_> = csv.deployments().collect();
     if deployments.is_empty() {
         ctx.at(f, Some("spec.install.spec.deployments"))
             .error(r, "unable to find a deployment to install in the CSV");
     }
-    for (i, d) in deployments.iter().enumerate() {
-        for (j, c) in arr_at(d, "/spec/template/spec/containers")
-            .iter()
-            .enumerate()
-        {
+    for d in &deployments {
+        let i = d.index;
+        for container in d.spec().pod_spec().containers() {
+            let (j, c) = (container.index, container.raw);
             let res = c.get("resources").cloned().unwrap_or(Value::Null);
             if !has_quantity(&res, "cpu") || !has_quantity(&res, "memory") {
                 ctx.at(f, Some(&format!("spec.install.spec.deployments[{i}].spec.template.spec.containers[{j}].resources.requests"))).warning(r, format!("unable to find the resource requests for the container: ({}). It is recommended to ensure the resource request for CPU and Memory. Be aware that for some clusters configurations it is required to specify requests or limits for those values. Otherwise, the system or quota may reject Pod creation. More info: https://master.sdk.operatorframework.io/docs/best-practices/managing-resources/", str_at(c, "/name").unwrap_or("")));
             }
         }
     }
-    for rel in ["owned", "required"] {
-        for (i, c) in arr_at(csv, &format!("/spec/customresourcedefinitions/{rel}"))
-            .iter()
-            .enumerate()
-        {
-            if str_at(c, "/description").is_none_or(|d| d.trim().is_empty()) {
+    for (rel, list) in [
+        ("owned", csv.owned_crds().collect::<Vec<_>>()),
+        ("required", csv.required_crds().collect()),
+    ] {
+        for c in list {
+            let i = c.index;
+            if c.description().is_none_or(|d| d.trim().is_empty()) {
                 ctx.at(
                     f,
                     Some(&format!(
@@ -370,7 +367,7 @@ pub(crate) fn good_practices(ctx: &mut Ctx) {
                     r,
                     format!(
                         "{rel} CRD {:?} has an empty description",
-                        str_at(c, "/name").unwrap_or("")
+                        c.name().unwrap_or("")
                     ),
                 );
             }

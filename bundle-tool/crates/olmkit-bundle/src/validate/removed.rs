@@ -11,6 +11,7 @@ use super::Ctx;
 use super::format::parse_tolerant;
 use super::rules::REMOVED_API;
 use crate::json::{arr_at, str_at};
+use olmkit_core::csv::Csv;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -114,12 +115,15 @@ fn is_removed_1_25(api: &str, kind: &str) -> bool {
 
 /// CSV permission rules granting a resource removed in 1.25 (upstream `permCheck`), unless
 /// the resource is one of the CSV's own CRD resources (`resInCsvCrds`).
-fn permission_warnings(csv: &Value, found: &mut Found, warn: &mut Found) {
+fn permission_warnings(csv: Csv<'_>, found: &mut Found, warn: &mut Found) {
     let mut csv_resources = Vec::new();
-    for (field, key) in [("Owned", "owned"), ("Required", "required")] {
-        let descs = arr_at(csv, &format!("/spec/customresourcedefinitions/{key}"));
-        for (i, desc) in descs.iter().enumerate() {
-            for (j, res) in arr_at(desc, "/resources").iter().enumerate() {
+    for (field, descs) in [
+        ("Owned", csv.owned_crds().collect::<Vec<_>>()),
+        ("Required", csv.required_crds().collect()),
+    ] {
+        for desc in descs {
+            let i = desc.index;
+            for (j, res) in arr_at(desc.raw, "/resources").iter().enumerate() {
                 let kind = str_at(res, "/kind").unwrap_or("");
                 csv_resources.push(format!("{}s", kind.to_lowercase()));
                 if is_removed_1_25(str_at(res, "/version").unwrap_or(""), kind) {
@@ -130,15 +134,16 @@ fn permission_warnings(csv: &Value, found: &mut Found, warn: &mut Found) {
             }
         }
     }
-    for (field, key) in [
-        ("ClusterPermissions", "clusterPermissions"),
-        ("Permissions", "permissions"),
+    for (field, perms) in [
+        (
+            "ClusterPermissions",
+            csv.cluster_permissions().collect::<Vec<_>>(),
+        ),
+        ("Permissions", csv.permissions().collect()),
     ] {
-        for (i, perm) in arr_at(csv, &format!("/spec/install/spec/{key}"))
-            .iter()
-            .enumerate()
-        {
-            for (j, rule) in arr_at(perm, "/rules").iter().enumerate() {
+        for perm in perms {
+            let i = perm.index;
+            for (j, rule) in perm.rules().iter().enumerate() {
                 let strs = |p: &str| -> Vec<String> {
                     arr_at(rule, p)
                         .iter()
@@ -171,7 +176,7 @@ fn removed_1_25(ctx: &Ctx) -> (Found, Found) {
     for m in &ctx.bundle.manifests {
         if m.api_version() == "operators.coreos.com/v1alpha1" {
             if m.kind() == crate::kinds::CSV {
-                permission_warnings(&m.object, &mut found, &mut warn);
+                permission_warnings(m.csv_view(), &mut found, &mut warn);
             }
         } else if is_removed_1_25(m.api_version(), m.kind()) {
             found
@@ -230,7 +235,7 @@ pub(crate) fn check(ctx: &mut Ctx, file: &str) {
         }
     }
     let mut min_kube = zero;
-    if let Some(v) = str_at(ctx.csv_obj(), "/spec/minKubeVersion").filter(|v| !v.is_empty()) {
+    if let Some(v) = ctx.csv_view().min_kube_version().filter(|v| !v.is_empty()) {
         match parse_tolerant(v) {
             Some(p) => min_kube = p,
             None => {
