@@ -18,6 +18,7 @@ use crate::cmd::common::inputs::{kustomize, load_error, read_stdin, read_stdin_b
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, OutputFormat, print_data};
 use olmkit_bundle::Manifest;
+use olmkit_bundle::generate::kustomize::{kustomization_yaml, layout_support};
 use olmkit_bundle::generate::project::{ProjectConfig, parse_project};
 use olmkit_bundle::generate::{
     FileLayout, GenerateInputs, GenerateOptions, Improvement, Improvements, Settings,
@@ -25,6 +26,7 @@ use olmkit_bundle::generate::{
 };
 use olmkit_bundle::load::{load_manifest_dir, load_manifest_stream};
 use olmkit_bundle::write;
+use olmkit_core::csv::Csv;
 use olmkit_core::docs::to_yaml;
 use olmkit_core::{epoch, fsio};
 use std::path::{Path, PathBuf};
@@ -207,9 +209,7 @@ pub async fn run(command: GenerateCommand, g: &GlobalArgs) -> Result<(), CmdErro
 /// kept) or operator-sdk's default, the project's APIs described from `PROJECT` and the CRDs,
 /// written to `--output-dir/bases`, and `kustomization.yaml` written when missing.
 fn kustomize_manifests(a: &KustomizeManifestsArgs) -> Result<(), CmdError> {
-    use olmkit_bundle::generate::kustomize::{
-        BaseInputs, base_csv, kustomization_yaml, layout_support, project_apis, render_base,
-    };
+    use olmkit_bundle::generate::kustomize::{BaseInputs, base_csv, project_apis, render_base};
     let say = |line: String| {
         if !a.quiet {
             print_data(&format!("{line}\n")).unexpected_err()
@@ -237,50 +237,9 @@ fn kustomize_manifests(a: &KustomizeManifestsArgs) -> Result<(), CmdError> {
         ),
         Err(_) => None,
     };
-    let package = match a
-        .package
-        .clone()
-        .or_else(|| project.as_ref().and_then(|p| p.project_name.clone()))
-    {
-        Some(p) => p,
-        None => {
-            // operator-sdk: the current directory's name, lowercased, as a DNS-1123 label.
-            let cwd = std::env::current_dir().unexpected_err()?;
-            let name = cwd
-                .file_name()
-                .map(|n| n.to_string_lossy().to_lowercase())
-                .unwrap_or_default();
-            let errors = olmkit_core::k8s_name::dns1123_label_errors(&name);
-            if !errors.is_empty() {
-                return Err(CmdError::msg(format!(
-                    "project name ({name}) is invalid: {}",
-                    errors.join("; ")
-                ))
-                .hint("pass --package NAME"));
-            }
-            name
-        }
-    };
+    let package = kustomize_package(a, project.as_ref())?;
     let rel_base = PathBuf::from("bases").join(format!("{package}.clusterserviceversion.yaml"));
-    let base_path = a.input_dir.join(&rel_base);
-    let existing = if base_path.is_file() {
-        let docs = load_manifest_dir(&base_path).map_err(load_error)?;
-        Some(
-            docs.into_iter()
-                .find(|d| d.kind() == olmkit_bundle::kinds::CSV)
-                .ok_or_else(|| {
-                    CmdError::msg(format!(
-                        "error reading existing ClusterServiceVersion base {}: no ClusterServiceVersion manifest in {}",
-                        base_path.display(),
-                        base_path.display()
-                    ))
-                    .hint("the base must have kind: ClusterServiceVersion, or remove it to start from the default")
-                })?
-                .object,
-        )
-    } else {
-        None
-    };
+    let existing = existing_base(&a.input_dir.join(&rel_base))?;
     let crds = if a.crds_dir.is_dir() {
         load_manifest_dir(&a.crds_dir)
             .map_err(load_error)?
@@ -309,8 +268,76 @@ fn kustomize_manifests(a: &KustomizeManifestsArgs) -> Result<(), CmdError> {
             eprintln!("note: {n}");
         }
     }
-    let yaml = render_base(&csv).user_err()?;
-    let out_base = a.output_dir.join(&rel_base);
+    write_kustomize_files(
+        a,
+        &rel_base,
+        &render_base(&csv).user_err()?,
+        &package,
+        project.as_ref(),
+    )?;
+    say("Kustomize files generated successfully".to_string())
+}
+
+/// The package of `generate kustomize manifests`: `--package`, the PROJECT's name, else (as
+/// operator-sdk) the current directory's name, lowercased, which must be a DNS-1123 label.
+fn kustomize_package(
+    a: &KustomizeManifestsArgs,
+    project: Option<&ProjectConfig>,
+) -> Result<String, CmdError> {
+    if let Some(p) = a
+        .package
+        .clone()
+        .or_else(|| project.and_then(|p| p.project_name.clone()))
+    {
+        return Ok(p);
+    }
+    let cwd = std::env::current_dir().unexpected_err()?;
+    let name = cwd
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let errors = olmkit_core::k8s_name::dns1123_label_errors(&name);
+    if !errors.is_empty() {
+        return Err(CmdError::msg(format!(
+            "project name ({name}) is invalid: {}",
+            errors.join("; ")
+        ))
+        .hint("pass --package NAME"));
+    }
+    Ok(name)
+}
+
+/// The existing base CSV at `base_path`, read back so hand edits are kept; `None` when there
+/// is no such file.
+fn existing_base(base_path: &Path) -> Result<Option<serde_json::Value>, CmdError> {
+    if !base_path.is_file() {
+        return Ok(None);
+    }
+    let docs = load_manifest_dir(base_path).map_err(load_error)?;
+    let csv = docs
+        .into_iter()
+        .find(|d| d.kind() == olmkit_bundle::kinds::CSV)
+        .ok_or_else(|| {
+            CmdError::msg(format!(
+                "error reading existing ClusterServiceVersion base {}: no ClusterServiceVersion manifest in {}",
+                base_path.display(),
+                base_path.display()
+            ))
+            .hint("the base must have kind: ClusterServiceVersion, or remove it to start from the default")
+        })?;
+    Ok(Some(csv.object))
+}
+
+/// Writes the base CSV `yaml` to `--output-dir/<rel_base>`, and `kustomization.yaml` when it
+/// is missing.
+fn write_kustomize_files(
+    a: &KustomizeManifestsArgs,
+    rel_base: &Path,
+    yaml: &str,
+    package: &str,
+    project: Option<&ProjectConfig>,
+) -> Result<(), CmdError> {
+    let out_base = a.output_dir.join(rel_base);
     if let Some(parent) = out_base.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| CmdError::msg(format!("cannot create {}: {e}", parent.display())))?;
@@ -318,13 +345,13 @@ fn kustomize_manifests(a: &KustomizeManifestsArgs) -> Result<(), CmdError> {
     crate::cmd::common::pending::write_output(&out_base, yaml.as_bytes())?;
     let kustomization = a.output_dir.join("kustomization.yaml");
     if !kustomization.exists() {
-        let (go, v4) = layout_support(project.as_ref().map_or("", |p| p.layout.as_str()));
+        let (go, v4) = layout_support(project.map_or("", |p| p.layout.as_str()));
         crate::cmd::common::pending::write_output(
             &kustomization,
-            kustomization_yaml(&package, go, v4).as_bytes(),
+            kustomization_yaml(package, go, v4).as_bytes(),
         )?;
     }
-    say("Kustomize files generated successfully".to_string())
+    Ok(())
 }
 
 /// Whether stdin is a pipe (operator-sdk's `genutil.IsPipeReader`: a FIFO, not a terminal,
@@ -485,6 +512,40 @@ fn plan(a: &BundleArgs, g: &GlobalArgs) -> Result<Plan, CmdError> {
         .package
         .clone()
         .or_else(|| project.as_ref().and_then(|p| p.project_name.clone()));
+    let (inputs, image_notes) = plan_inputs(a, g, package.as_deref())?;
+    let options = generate_options(a, package)?;
+    let out_dir = match (a.layout, &a.output_dir) {
+        (_, Some(d)) => Some(d.clone()),
+        (LayoutArg::Sdk, None) => Some(PathBuf::from("bundle")),
+        (LayoutArg::Versioned, None) => None,
+    };
+    // operator-sdk writes bundle.Dockerfile into the current directory whatever the output
+    // directory; COPY sources are relative to the build context, so with an output directory
+    // outside the current one the file cannot build (and lands where it was not asked for:
+    // how a stray `COPY /tmp/...` bundle.Dockerfile once got committed at this repository's
+    // root). Kept as operator-sdk does, with a warning.
+    let dockerfile_outside = a.layout == LayoutArg::Sdk
+        && !a.stdout
+        && out_dir.as_deref().is_some_and(|d| !inside_current_dir(d));
+    let settings = settings(a, project.as_ref(), out_dir.as_deref());
+    Ok(Plan {
+        inputs,
+        options,
+        settings,
+        out_dir,
+        dockerfile_outside,
+        image_notes,
+    })
+}
+
+/// The generator's inputs: the manifests, the base CSV (`--base-csv`, else the kustomize
+/// base when the manifests have no CSV), `--image` applied to both (with what it changed),
+/// and the samples.
+fn plan_inputs(
+    a: &BundleArgs,
+    g: &GlobalArgs,
+    package: Option<&str>,
+) -> Result<(GenerateInputs, Vec<String>), CmdError> {
     let manifests = sdk_manifests(a, g)?;
     let base_csv = match &a.base_csv {
         Some(p) => {
@@ -502,12 +563,15 @@ fn plan(a: &BundleArgs, g: &GlobalArgs) -> Result<Plan, CmdError> {
             .iter()
             .any(|d| d.kind() == olmkit_bundle::kinds::CSV) =>
         {
-            kustomize_base(&a.kustomize_dir, package.as_deref())?
+            kustomize_base(&a.kustomize_dir, package)?
         }
         None => None,
     };
-    let mut manifests = manifests;
-    let mut base_csv = base_csv;
+    let mut inputs = GenerateInputs {
+        manifests,
+        base_csv,
+        samples: Vec::new(),
+    };
     let mut image_notes = Vec::new();
     if !a.image.is_empty() {
         use olmkit_bundle::generate::set_image::{ImageEdit, apply};
@@ -517,23 +581,20 @@ fn plan(a: &BundleArgs, g: &GlobalArgs) -> Result<Plan, CmdError> {
             .map(|s| ImageEdit::parse(s))
             .collect::<Result<Vec<_>, _>>()
             .map_err(gen_err)?;
-        let mut inputs = GenerateInputs {
-            manifests: std::mem::take(&mut manifests),
-            base_csv: base_csv.take(),
-            samples: Vec::new(),
-        };
         image_notes = apply(&mut inputs, &edits).map_err(gen_err)?;
-        manifests = inputs.manifests;
-        base_csv = inputs.base_csv;
     }
-    let samples = match &a.samples {
-        Some(d) => load_manifest_dir(d).map_err(load_error)?,
-        None => Vec::new(),
-    };
+    if let Some(d) = &a.samples {
+        inputs.samples = load_manifest_dir(d).map_err(load_error)?;
+    }
+    Ok((inputs, image_notes))
+}
+
+/// The generator's options from the flags, `createdAt` from `SOURCE_DATE_EPOCH` or the clock.
+fn generate_options(a: &BundleArgs, package: Option<String>) -> Result<GenerateOptions, CmdError> {
     let created_at = epoch::build_time()
         .map(epoch::rfc3339)
         .user_hint("unset SOURCE_DATE_EPOCH or set it to seconds since 1970")?;
-    let options = GenerateOptions {
+    Ok(GenerateOptions {
         version: a
             .version
             .as_deref()
@@ -548,7 +609,13 @@ fn plan(a: &BundleArgs, g: &GlobalArgs) -> Result<Plan, CmdError> {
         skip_range: a.skip_range.clone(),
         created_at,
         builder: format!("bundle-tool-v{}", env!("CARGO_PKG_VERSION")),
-    };
+    })
+}
+
+/// The generator's settings: improvements (`--upstream-compat`, `--without`), the file
+/// layout, the project layout annotation, and whether a scorecard config is already in the
+/// output directory.
+fn settings(a: &BundleArgs, project: Option<&ProjectConfig>, out_dir: Option<&Path>) -> Settings {
     let mut improvements = if a.upstream_compat {
         Improvements::none()
     } else {
@@ -559,54 +626,28 @@ fn plan(a: &BundleArgs, g: &GlobalArgs) -> Result<Plan, CmdError> {
             improvements.remove(i);
         }
     }
-    let out_dir = match (a.layout, &a.output_dir) {
-        (_, Some(d)) => Some(d.clone()),
-        (LayoutArg::Sdk, None) => Some(PathBuf::from("bundle")),
-        (LayoutArg::Versioned, None) => None,
-    };
-    // operator-sdk writes bundle.Dockerfile into the current directory whatever the output
-    // directory; COPY sources are relative to the build context, so with an output directory
-    // outside the current one the file cannot build (and lands where it was not asked for:
-    // how a stray `COPY /tmp/...` bundle.Dockerfile once got committed at this repository's
-    // root). Kept as operator-sdk does, with a warning.
-    let dockerfile_outside = a.layout == LayoutArg::Sdk
-        && !a.stdout
-        && out_dir.as_deref().is_some_and(|d| !inside_current_dir(d));
     let layout = match a.layout {
         LayoutArg::Sdk => FileLayout::Sdk {
-            copy_dir: copy_dir(out_dir.as_deref().unwrap_or(Path::new("bundle"))),
+            copy_dir: copy_dir(out_dir.unwrap_or(Path::new("bundle"))),
         },
         LayoutArg::Versioned => FileLayout::Versioned,
     };
-    let project_layout = match &project {
+    let project_layout = match project {
         Some(p) => Some(p.layout.clone()),
         None if a.upstream_compat => Some("unknown".to_string()),
         None => None,
     };
     let scorecard_in_output = a.layout == LayoutArg::Sdk
         && !a.stdout
-        && out_dir
-            .as_ref()
-            .is_some_and(|d| d.join(write::SCORECARD_CONFIG).is_file());
-    Ok(Plan {
-        inputs: GenerateInputs {
-            manifests,
-            base_csv,
-            samples,
-        },
-        options,
-        settings: Settings {
-            extra_service_accounts: a.extra_service_accounts.clone(),
-            improvements,
-            upstream_compat: a.upstream_compat,
-            project_layout,
-            layout,
-            scorecard_in_output,
-        },
-        out_dir,
-        dockerfile_outside,
-        image_notes,
-    })
+        && out_dir.is_some_and(|d| d.join(write::SCORECARD_CONFIG).is_file());
+    Settings {
+        extra_service_accounts: a.extra_service_accounts.clone(),
+        improvements,
+        upstream_compat: a.upstream_compat,
+        project_layout,
+        layout,
+        scorecard_in_output,
+    }
 }
 
 /// Whether `dir` is the current directory or below it (lexically, `..` resolved).
@@ -648,30 +689,21 @@ fn csv_image_refs(csv: &serde_json::Value) -> Vec<String> {
             refs.push(s.to_string());
         }
     };
-    let empty = Vec::new();
-    let arr =
-        |v: Option<&serde_json::Value>| v.and_then(|x| x.as_array()).unwrap_or(&empty).clone();
-    for d in arr(csv.pointer("/spec/install/spec/deployments")) {
-        for list in ["containers", "initContainers"] {
-            for c in arr(d.pointer(&format!("/spec/template/spec/{list}"))) {
-                add(c.get("image").and_then(|v| v.as_str()));
-                for e in arr(c.get("env")) {
-                    if e.get("name")
-                        .and_then(|v| v.as_str())
-                        .is_some_and(|n| n.starts_with("RELATED_IMAGE_"))
-                    {
-                        add(e.get("value").and_then(|v| v.as_str()));
-                    }
+    let csv = Csv::new(csv);
+    for d in csv.deployments() {
+        for c in d.spec().pod_spec().all_containers() {
+            add(c.image());
+            for (name, value) in c.env() {
+                if name.is_some_and(|n| n.starts_with("RELATED_IMAGE_")) {
+                    add(value);
                 }
             }
         }
     }
-    for r in arr(csv.pointer("/spec/relatedImages")) {
-        add(r.get("image").and_then(|v| v.as_str()));
+    for r in csv.related_images() {
+        add(r.image());
     }
-    add(csv
-        .pointer("/metadata/annotations/containerImage")
-        .and_then(|v| v.as_str()));
+    add(csv.annotation("containerImage"));
     refs
 }
 

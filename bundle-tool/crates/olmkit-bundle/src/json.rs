@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-/// The string at a JSON pointer (one home: `olmkit_core::csv::str_at`).
+/// The string at `pointer`, if there is one (olmkit-core's, the one lenient reader).
 pub use olmkit_core::csv::str_at;
 
 /// The array at `pointer`, or an empty slice.

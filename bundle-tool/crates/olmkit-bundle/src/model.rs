@@ -1,7 +1,9 @@
 //! In-memory form of a registry+v1 bundle.
 //!
 //! Objects are kept as `serde_json::Value` so that any operator's manifests load, including
-//! fields this tool does not know; typed views are accessors over the JSON.
+//! fields this tool does not know; typed views are accessors over the JSON (the CSV's is
+//! [`olmkit_core::csv::Csv`], see [`Bundle::csv_view`]). [`Manifest`] is one object of a bundle
+//! or of a manifest stream, with where it came from.
 
 use olmkit_core::csv::Csv;
 use serde_json::Value;
@@ -116,8 +118,6 @@ pub struct Bundle {
     pub load_warnings: Vec<olmkit_core::docs::ParseWarning>,
 }
 
-use crate::json::str_at;
-
 impl Bundle {
     /// The ClusterServiceVersion, if the bundle has one.
     pub fn csv(&self) -> Option<&Manifest> {
@@ -154,36 +154,30 @@ impl Bundle {
             .get(keys::DEFAULT_CHANNEL)
             .map(String::as_str)
     }
+    /// The ClusterServiceVersion viewed through [`Csv`], if the bundle has one.
+    pub fn csv_view(&self) -> Option<Csv<'_>> {
+        self.csv().map(Manifest::csv_view)
+    }
     /// `metadata.name` of the CSV.
     pub fn csv_name(&self) -> Option<&str> {
-        self.csv().and_then(|m| str_at(&m.object, "/metadata/name"))
+        self.csv_view()?.name()
     }
     /// `spec.version` of the CSV.
     pub fn version(&self) -> Option<&str> {
-        self.csv().and_then(|m| str_at(&m.object, "/spec/version"))
+        self.csv_view()?.version()
     }
     /// `spec.replaces` of the CSV.
     pub fn replaces(&self) -> Option<&str> {
-        self.csv()
-            .and_then(|m| str_at(&m.object, "/spec/replaces"))
-            .filter(|s| !s.is_empty())
+        self.csv_view()?.replaces().filter(|s| !s.is_empty())
     }
     /// `spec.skips` of the CSV.
     pub fn skips(&self) -> Vec<String> {
-        self.csv()
-            .and_then(|m| m.object.pointer("/spec/skips"))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            })
+        self.csv_view()
+            .map(|c| c.skips().map(String::from).collect())
             .unwrap_or_default()
     }
     /// `olm.skipRange` annotation of the CSV.
     pub fn skip_range(&self) -> Option<&str> {
-        self.csv()
-            .and_then(|m| str_at(&m.object, "/metadata/annotations/olm.skipRange"))
+        self.csv_view()?.skip_range()
     }
 }

@@ -345,13 +345,26 @@ fn field(vals: &[Option<Typed>], i: usize) -> &Option<Typed> {
 /// Builds the ClusterServiceVersion JSON opm serves for a bundle that has an
 /// `olm.csv.metadata` property and no CSV among its objects.
 pub fn synthetic_csv(src: &CsvSource<'_>) -> Result<String, DecodeCsvMetadataError> {
+    let meta = decoded_metadata(src)?;
+    let mut csv = Map::new();
+    csv.insert("kind".into(), "ClusterServiceVersion".into());
+    csv.insert("apiVersion".into(), "operators.coreos.com/v1alpha1".into());
+    csv.insert("metadata".into(), Value::Object(object_meta(src, &meta)));
+    csv.insert("spec".into(), Value::Object(csv_spec(src, &meta)));
+    csv.insert("status".into(), serde_json::json!({"cleanup": {}}));
+    Ok(compact(&Value::Object(csv)))
+}
+
+/// The `olm.csv.metadata` value decoded into [`CSV_METADATA`], one value per field in its
+/// order (all zero when the bundle has none).
+fn decoded_metadata(src: &CsvSource<'_>) -> Result<CsvMetadata, DecodeCsvMetadataError> {
     let decoded = match src.metadata {
         Some(v) => decode(&CSV_METADATA, v, "olm.csv.metadata")?,
         None => None,
     };
     let vals = match decoded {
         Some(Typed::Struct(v)) => v,
-        _ => vec![None; 14],
+        _ => Vec::new(),
     };
     // Indexes into CSV_METADATA's fields.
     let [
@@ -370,58 +383,99 @@ pub fn synthetic_csv(src: &CsvSource<'_>) -> Result<String, DecodeCsvMetadataErr
         native,
         provider,
     ] = std::array::from_fn(|i| field(&vals, i).clone());
+    Ok(CsvMetadata {
+        annotations,
+        apis,
+        crds,
+        description,
+        display,
+        modes,
+        keywords,
+        labels,
+        links,
+        maint,
+        maturity,
+        minkube,
+        native,
+        provider,
+    })
+}
 
+/// operator-registry's `CSVMetadata`, decoded: each field `None` when zero.
+struct CsvMetadata {
+    annotations: Option<Typed>,
+    apis: Option<Typed>,
+    crds: Option<Typed>,
+    description: Option<Typed>,
+    display: Option<Typed>,
+    modes: Option<Typed>,
+    keywords: Option<Typed>,
+    labels: Option<Typed>,
+    links: Option<Typed>,
+    maint: Option<Typed>,
+    maturity: Option<Typed>,
+    minkube: Option<Typed>,
+    native: Option<Typed>,
+    provider: Option<Typed>,
+}
+
+/// The CSV's `metadata` (`metav1.ObjectMeta`): name, the zero creation time, labels and
+/// annotations.
+fn object_meta(src: &CsvSource<'_>, meta: &CsvMetadata) -> Map<String, Value> {
     let mut metadata = Map::new();
     metadata.insert("name".into(), Value::String(src.name.to_string()));
     // metav1.Time's zero value marshals as null and the field has no usable omitempty.
     metadata.insert("creationTimestamp".into(), Value::Null);
-    if !is_empty(&STR_MAP, &labels) {
-        metadata.insert("labels".into(), encode(&STR_MAP, &labels));
-    }
-    if !is_empty(&STR_MAP, &annotations) {
-        metadata.insert("annotations".into(), encode(&STR_MAP, &annotations));
-    }
+    put(&mut metadata, "labels", &STR_MAP, &meta.labels, true);
+    put(
+        &mut metadata,
+        "annotations",
+        &STR_MAP,
+        &meta.annotations,
+        true,
+    );
+    metadata
+}
 
-    let description = match &description {
+/// `spec.name = encode(val)`, left out when `omitempty` and Go's empty value.
+fn put(spec: &mut Map<String, Value>, name: &str, ty: &Ty, val: &Option<Typed>, omitempty: bool) {
+    if !(omitempty && is_empty(ty, val)) {
+        spec.insert(name.to_string(), encode(ty, val));
+    }
+}
+
+/// The CSV's `spec` (`ClusterServiceVersionSpec`, in its field order): an empty deployment
+/// install strategy, the version, the metadata's fields, the package icon and description,
+/// and the bundle's related images.
+fn csv_spec(src: &CsvSource<'_>, meta: &CsvMetadata) -> Map<String, Value> {
+    let description = match &meta.description {
         Some(Typed::Str(s)) if !s.is_empty() => s.clone(),
         _ => src.package_description.to_string(),
     };
-
     let mut spec = Map::new();
     spec.insert(
         "install".into(),
         serde_json::json!({"strategy": "deployment", "spec": {"deployments": null}}),
     );
     spec.insert("version".into(), Value::String(src.version.to_string()));
-    fn put(
-        spec: &mut Map<String, Value>,
-        name: &str,
-        ty: &Ty,
-        val: &Option<Typed>,
-        omitempty: bool,
-    ) {
-        if !(omitempty && is_empty(ty, val)) {
-            spec.insert(name.to_string(), encode(ty, val));
-        }
-    }
-    put(&mut spec, "maturity", &STR, &maturity, true);
+    put(&mut spec, "maturity", &STR, &meta.maturity, true);
     put(
         &mut spec,
         "customresourcedefinitions",
         &CRD_DEFINITIONS,
-        &crds,
+        &meta.crds,
         true,
     );
     put(
         &mut spec,
         "apiservicedefinitions",
         &APISERVICE_DEFINITIONS,
-        &apis,
+        &meta.apis,
         true,
     );
-    put(&mut spec, "nativeAPIs", &GVKS, &native, true);
-    put(&mut spec, "minKubeVersion", &STR, &minkube, true);
-    put(&mut spec, "displayName", &STR, &display, false);
+    put(&mut spec, "nativeAPIs", &GVKS, &meta.native, true);
+    put(&mut spec, "minKubeVersion", &STR, &meta.minkube, true);
+    put(&mut spec, "displayName", &STR, &meta.display, false);
     put(
         &mut spec,
         "description",
@@ -429,17 +483,17 @@ pub fn synthetic_csv(src: &CsvSource<'_>) -> Result<String, DecodeCsvMetadataErr
         &Some(Typed::Str(description)),
         true,
     );
-    put(&mut spec, "keywords", &STR_LIST, &keywords, true);
-    put(&mut spec, "maintainers", &MAINTAINERS, &maint, true);
-    put(&mut spec, "provider", &APP_LINK, &provider, true);
-    put(&mut spec, "links", &APP_LINKS, &links, true);
+    put(&mut spec, "keywords", &STR_LIST, &meta.keywords, true);
+    put(&mut spec, "maintainers", &MAINTAINERS, &meta.maint, true);
+    put(&mut spec, "provider", &APP_LINK, &meta.provider, true);
+    put(&mut spec, "links", &APP_LINKS, &meta.links, true);
     if let Some((data, media)) = src.package_icon {
         spec.insert(
             "icon".into(),
             serde_json::json!([{"base64data": data, "mediatype": media}]),
         );
     }
-    put(&mut spec, "installModes", &INSTALL_MODES, &modes, true);
+    put(&mut spec, "installModes", &INSTALL_MODES, &meta.modes, true);
     spec.insert("cleanup".into(), serde_json::json!({"enabled": false}));
     if !src.related_images.is_empty() {
         spec.insert(
@@ -452,14 +506,7 @@ pub fn synthetic_csv(src: &CsvSource<'_>) -> Result<String, DecodeCsvMetadataErr
             ),
         );
     }
-
-    let mut csv = Map::new();
-    csv.insert("kind".into(), "ClusterServiceVersion".into());
-    csv.insert("apiVersion".into(), "operators.coreos.com/v1alpha1".into());
-    csv.insert("metadata".into(), Value::Object(metadata));
-    csv.insert("spec".into(), Value::Object(spec));
-    csv.insert("status".into(), serde_json::json!({"cleanup": {}}));
-    Ok(compact(&Value::Object(csv)))
+    spec
 }
 
 #[cfg(test)]

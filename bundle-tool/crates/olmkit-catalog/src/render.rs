@@ -18,6 +18,7 @@ use crate::declcfg::{Bundle, Property, RelatedImage, SCHEMA_BUNDLE};
 use crate::property;
 use base64::Engine;
 use olmkit_bundle::Bundle as BundleDir;
+use olmkit_core::csv::{ApiServiceDescription, CrdDescription, Csv, str_at};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 use thiserror::Error;
@@ -123,10 +124,6 @@ impl ImageRefTemplate {
     }
 }
 
-pub(crate) fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
-    v.pointer(pointer).and_then(Value::as_str)
-}
-
 fn sort_props(props: &mut [Property]) {
     props.sort_by(|a, b| {
         a.type_
@@ -138,7 +135,8 @@ fn sort_props(props: &mut [Property]) {
 /// The `olm.csv.metadata` value of a CSV object.
 pub fn csv_metadata(csv: &Value) -> Value {
     let mut m = Map::new();
-    let spec = csv.get("spec").cloned().unwrap_or(Value::Null);
+    let csv = Csv::new(csv);
+    let spec = |field: &str| csv.spec_field(field);
     let non_empty = |v: &Value| match v {
         Value::Null => false,
         Value::String(s) => !s.is_empty(),
@@ -146,10 +144,7 @@ pub fn csv_metadata(csv: &Value) -> Value {
         Value::Object(o) => !o.is_empty(),
         _ => true,
     };
-    if let Some(a) = csv
-        .pointer("/metadata/annotations")
-        .filter(|v| non_empty(v))
-    {
+    if let Some(a) = csv.metadata_field("annotations").filter(|v| non_empty(v)) {
         m.insert(
             "annotations".into(),
             olmkit_core::gojson::sorted_keys(a.clone()),
@@ -158,14 +153,14 @@ pub fn csv_metadata(csv: &Value) -> Value {
     // Go marshals these two structs even when empty.
     m.insert(
         "apiServiceDefinitions".into(),
-        spec.get("apiservicedefinitions")
+        spec("apiservicedefinitions")
             .cloned()
             .filter(|v| v.is_object())
             .unwrap_or_else(|| json!({})),
     );
     m.insert(
         "crdDescriptions".into(),
-        spec.get("customresourcedefinitions")
+        spec("customresourcedefinitions")
             .cloned()
             .filter(|v| v.is_object())
             .unwrap_or_else(|| json!({})),
@@ -176,11 +171,11 @@ pub fn csv_metadata(csv: &Value) -> Value {
         ("installModes", "installModes"),
         ("keywords", "keywords"),
     ] {
-        if let Some(v) = spec.get(field).filter(|v| non_empty(v)) {
+        if let Some(v) = spec(field).filter(|v| non_empty(v)) {
             m.insert(out.into(), v.clone());
         }
     }
-    if let Some(l) = csv.pointer("/metadata/labels").filter(|v| non_empty(v)) {
+    if let Some(l) = csv.metadata_field("labels").filter(|v| non_empty(v)) {
         m.insert("labels".into(), olmkit_core::gojson::sorted_keys(l.clone()));
     }
     for (out, field) in [
@@ -190,13 +185,13 @@ pub fn csv_metadata(csv: &Value) -> Value {
         ("minKubeVersion", "minKubeVersion"),
         ("nativeAPIs", "nativeAPIs"),
     ] {
-        if let Some(v) = spec.get(field).filter(|v| non_empty(v)) {
+        if let Some(v) = spec(field).filter(|v| non_empty(v)) {
             m.insert(out.into(), v.clone());
         }
     }
     m.insert(
         "provider".into(),
-        spec.get("provider")
+        spec("provider")
             .cloned()
             .filter(|v| v.is_object())
             .unwrap_or_else(|| json!({})),
@@ -205,31 +200,13 @@ pub fn csv_metadata(csv: &Value) -> Value {
 }
 
 /// Container images of the CSV's install deployments (init containers included), sorted.
-fn operator_images(csv: &Value) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let deployments = csv
-        .pointer("/spec/install/spec/deployments")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for d in deployments {
-        for kind in ["containers", "initContainers"] {
-            let Some(cs) = d
-                .pointer(&format!("/spec/template/spec/{kind}"))
-                .and_then(Value::as_array)
-            else {
-                continue;
-            };
-            for c in cs {
-                if let Some(img) = c.get("image").and_then(Value::as_str)
-                    && !img.is_empty()
-                {
-                    out.insert(img.to_string());
-                }
-            }
-        }
-    }
-    out
+fn operator_images(csv: Csv<'_>) -> BTreeSet<String> {
+    csv.deployments()
+        .flat_map(|d| d.spec().pod_spec().all_containers())
+        .filter_map(|c| c.image())
+        .filter(|img| !img.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// What every rendering of a bundle directory starts from, each missing piece named with its
@@ -240,7 +217,7 @@ pub(crate) struct BundleHead<'a> {
     /// The manifest holding the CSV.
     pub csv_m: &'a olmkit_bundle::model::Manifest,
     /// The CSV.
-    pub csv: &'a Value,
+    pub csv: Csv<'a>,
     /// `metadata.name` of the CSV.
     pub name: &'a str,
     /// The package, from the annotations.
@@ -273,8 +250,9 @@ pub(crate) fn bundle_head(dir: &BundleDir) -> Result<BundleHead<'_>, RenderBundl
     let csv_m = dir
         .csv()
         .ok_or_else(|| RenderBundleError::NoCsv(dir_name.clone()))?;
-    let csv = &csv_m.object;
-    let name = str_at(csv, "/metadata/name")
+    let csv = csv_m.csv_view();
+    let name = csv
+        .name()
         .filter(|s| !s.is_empty())
         .ok_or_else(|| missing_field(&dir_name, &csv_m.file, "metadata.name"))?;
     let package = dir.package().filter(|s| !s.is_empty()).ok_or_else(|| {
@@ -312,7 +290,8 @@ pub fn render_bundle_release(
         name,
         package,
     } = bundle_head(dir)?;
-    let version = str_at(csv, "/spec/version")
+    let version = csv
+        .version()
         .filter(|s| !s.is_empty())
         .ok_or_else(|| missing_field(&dir_name, &csv_m.file, "spec.version"))?;
 
@@ -337,7 +316,10 @@ pub fn render_bundle_release(
             props.push(Property::bundle_object(data));
         }
     } else {
-        props.push(Property::new(property::CSV_METADATA, csv_metadata(csv)));
+        props.push(Property::new(
+            property::CSV_METADATA,
+            csv_metadata(csv.raw()),
+        ));
     }
 
     Ok(Bundle {
@@ -434,20 +416,18 @@ fn dependency_properties(
 }
 
 /// A group/kind/version triple.
-type Gvk = (String, String, String);
+pub(crate) type Gvk = (String, String, String);
 
-/// The CSV's API list at `pointer` (`/spec/.../owned` or `.../required`).
-fn csv_apis(csv: &Value, pointer: &str) -> Vec<Value> {
-    csv.pointer(pointer)
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
+/// The group, kind and version of an API service description ("" for each missing one).
+pub(crate) fn api_service_gvk(a: &ApiServiceDescription<'_>) -> Gvk {
+    let s = |v: Option<&str>| v.unwrap_or("").to_string();
+    (s(a.group()), s(a.kind()), s(a.version()))
 }
 
 /// What the bundle provides: every version of its CRDs and the CSV's owned API services.
 fn provided_apis(
     dir: &BundleDir,
-    csv: &Value,
+    csv: Csv<'_>,
     dir_name: &str,
 ) -> Result<BTreeSet<Gvk>, RenderBundleError> {
     let mut provided: BTreeSet<Gvk> = BTreeSet::new();
@@ -467,57 +447,60 @@ fn provided_apis(
             provided.insert((group.clone(), kind.clone(), vn.to_string()));
         }
     }
-    for a in csv_apis(csv, "/spec/apiservicedefinitions/owned") {
-        let g = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        provided.insert((g("group"), g("kind"), g("version")));
-    }
+    provided.extend(csv.owned_api_services().map(|a| api_service_gvk(&a)));
     Ok(provided)
 }
 
 /// What the bundle requires: the CSV's required CRDs (group from `plural.group`) and API
 /// services.
 fn required_apis(
-    csv: &Value,
+    csv: Csv<'_>,
     dir_name: &str,
     csv_file: &str,
 ) -> Result<BTreeSet<Gvk>, RenderBundleError> {
     let mut required: BTreeSet<Gvk> = BTreeSet::new();
-    for (i, a) in csv_apis(csv, "/spec/customresourcedefinitions/required")
-        .iter()
-        .enumerate()
-    {
-        let name = a.get("name").and_then(Value::as_str).unwrap_or("");
-        let Some((_plural, group)) = name.split_once('.') else {
-            return Err(RenderBundleError::Invalid {
-                dir: dir_name.to_string(),
-                file: csv_file.to_string(),
-                message: format!(
-                    "spec.customresourcedefinitions.required[{i}].name: couldn't parse plural.group from crd name: {name}"
-                ),
-            });
-        };
-        let g = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        required.insert((group.to_string(), g("kind"), g("version")));
+    for a in csv.required_crds() {
+        required.insert(required_crd_gvk(&a, dir_name, csv_file)?);
     }
-    for a in csv_apis(csv, "/spec/apiservicedefinitions/required") {
-        let g = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        required.insert((g("group"), g("kind"), g("version")));
-    }
+    required.extend(csv.required_api_services().map(|a| api_service_gvk(&a)));
     Ok(required)
 }
 
-/// `relatedImages` in CSV order, then the bundle image and the operator images not listed.
-fn release_related_images(csv: &Value, image: &str) -> Vec<RelatedImage> {
-    let mut related: Vec<RelatedImage> = csv
-        .pointer("/spec/relatedImages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+/// The group (from `plural.group`), kind and version of a required CRD (operator-registry
+/// `RequiredAPIs`), or the error naming the entry whose name has no group.
+pub(crate) fn required_crd_gvk(
+    a: &CrdDescription<'_>,
+    dir_name: &str,
+    csv_file: &str,
+) -> Result<Gvk, RenderBundleError> {
+    let name = a.name().unwrap_or("");
+    let Some((_plural, group)) = name.split_once('.') else {
+        return Err(RenderBundleError::Invalid {
+            dir: dir_name.to_string(),
+            file: csv_file.to_string(),
+            message: format!(
+                "spec.customresourcedefinitions.required[{}].name: couldn't parse plural.group from crd name: {name}",
+                a.index
+            ),
+        });
+    };
+    let s = |v: Option<&str>| v.unwrap_or("").to_string();
+    Ok((group.to_string(), s(a.kind()), s(a.version())))
+}
+
+/// The CSV's `relatedImages`, in its order ("" for a missing name or image).
+pub(crate) fn csv_related_images(csv: Csv<'_>) -> Vec<RelatedImage> {
+    csv.related_images()
         .map(|r| RelatedImage {
-            name: r.get("name").and_then(Value::as_str).unwrap_or("").into(),
-            image: r.get("image").and_then(Value::as_str).unwrap_or("").into(),
+            name: r.name().unwrap_or("").into(),
+            image: r.image().unwrap_or("").into(),
         })
-        .collect();
+        .collect()
+}
+
+/// `relatedImages` in CSV order, then the bundle image and the operator images not listed.
+fn release_related_images(csv: Csv<'_>, image: &str) -> Vec<RelatedImage> {
+    let mut related = csv_related_images(csv);
     let mut seen: BTreeSet<String> = related.iter().map(|r| r.image.clone()).collect();
     if !image.is_empty() && !seen.contains(image) {
         related.push(RelatedImage {

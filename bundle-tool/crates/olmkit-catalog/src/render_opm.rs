@@ -19,10 +19,14 @@
 
 use crate::declcfg::{Bundle, Property, RelatedImage, SCHEMA_BUNDLE};
 use crate::property;
-use crate::render::{RenderBundleError, RenderOptions, csv_metadata, str_at};
+use crate::render::{
+    Gvk, RenderBundleError, RenderOptions, api_service_gvk, csv_metadata, csv_related_images,
+    required_crd_gvk,
+};
 use base64::Engine;
 use olmkit_bundle::Bundle as BundleDir;
 use olmkit_core::confine::MANIFEST_FILE;
+use olmkit_core::csv::{Csv, str_at};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -148,15 +152,13 @@ pub fn load_bundle_dir_opm(dir: &Path) -> Result<BundleDir, LoadOpmBundleError> 
     Ok(bundle)
 }
 
-type Gvk = (String, String, String);
-
 fn gvk_of(v: &Value) -> Gvk {
     let g = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     (g("group"), g("kind"), g("version"))
 }
 
 /// Provided GVKs: every version of every CRD, and owned APIServices.
-fn provided_gvks(dir: &BundleDir, csv: &Value) -> BTreeSet<Gvk> {
+fn provided_gvks(dir: &BundleDir, csv: Csv<'_>) -> BTreeSet<Gvk> {
     let mut provided = BTreeSet::new();
     for crd in dir.crds() {
         let group = str_at(&crd.object, "/spec/group").unwrap_or("").to_string();
@@ -167,51 +169,22 @@ fn provided_gvks(dir: &BundleDir, csv: &Value) -> BTreeSet<Gvk> {
             provided.insert((group.clone(), kind.clone(), vn.to_string()));
         }
     }
-    for a in csv
-        .pointer("/spec/apiservicedefinitions/owned")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        provided.insert(gvk_of(a));
-    }
+    provided.extend(csv.owned_api_services().map(|a| api_service_gvk(&a)));
     provided
 }
 
 /// Required GVKs of the CSV (`RequiredAPIs`): required CRDs (group from `plural.group`) and
 /// required APIServices.
 fn required_gvks(
-    csv: &Value,
+    csv: Csv<'_>,
     dir_name: &str,
     csv_file: &str,
     required: &mut BTreeSet<Gvk>,
 ) -> Result<(), RenderBundleError> {
-    let list = |p: &str| -> Vec<Value> {
-        csv.pointer(p)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    for (i, a) in list("/spec/customresourcedefinitions/required")
-        .iter()
-        .enumerate()
-    {
-        let name = a.get("name").and_then(Value::as_str).unwrap_or("");
-        let Some((_plural, group)) = name.split_once('.') else {
-            return Err(RenderBundleError::Invalid {
-                dir: dir_name.to_string(),
-                file: csv_file.to_string(),
-                message: format!(
-                    "spec.customresourcedefinitions.required[{i}].name: couldn't parse plural.group from crd name: {name}"
-                ),
-            });
-        };
-        let (_, kind, version) = gvk_of(a);
-        required.insert((group.to_string(), kind, version));
+    for a in csv.required_crds() {
+        required.insert(required_crd_gvk(&a, dir_name, csv_file)?);
     }
-    for a in list("/spec/apiservicedefinitions/required") {
-        required.insert(gvk_of(&a));
-    }
+    required.extend(csv.required_api_services().map(|a| api_service_gvk(&a)));
     Ok(())
 }
 
@@ -219,7 +192,7 @@ fn required_gvks(
 /// `olm.package` one (if any), provided GVKs and the others.
 fn declared_properties(
     dir: &BundleDir,
-    csv: &Value,
+    csv: Csv<'_>,
     dir_name: &str,
     csv_file: &str,
     provided: &mut BTreeSet<Gvk>,
@@ -235,7 +208,7 @@ fn declared_properties(
             list.push(("metadata/properties.yaml".into(), item.clone()));
         }
     }
-    if let Some(text) = str_at(csv, "/metadata/annotations/olm.properties") {
+    if let Some(text) = csv.annotation("olm.properties") {
         let items: Vec<Value> =
             serde_json::from_str(text).map_err(|e| RenderBundleError::Invalid {
                 dir: dir_name.to_string(),
@@ -305,17 +278,8 @@ fn dependency_properties(dir: &BundleDir, required: &mut BTreeSet<Gvk>) -> Vec<P
 /// `--alpha-image-ref-template` has none) or listed, then the operator images not listed yet.
 /// As upstream, the bundle image is not added to the set of images seen, so an operator
 /// container running the bundle image itself is listed a second time.
-fn related_images(csv: &Value, image: &str) -> Vec<RelatedImage> {
-    let mut related: Vec<RelatedImage> = csv
-        .pointer("/spec/relatedImages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|r| RelatedImage {
-            name: r.get("name").and_then(Value::as_str).unwrap_or("").into(),
-            image: r.get("image").and_then(Value::as_str).unwrap_or("").into(),
-        })
-        .collect();
+fn related_images(csv: Csv<'_>, image: &str) -> Vec<RelatedImage> {
+    let mut related = csv_related_images(csv);
     let mut seen: BTreeSet<String> = related.iter().map(|r| r.image.clone()).collect();
     if !image.is_empty() && !seen.contains(image) {
         related.push(RelatedImage {
@@ -324,27 +288,13 @@ fn related_images(csv: &Value, image: &str) -> Vec<RelatedImage> {
         });
     }
     // `GetOperatorImages`: only the deployments of the `deployment` install strategy.
-    let deployment_strategy = str_at(csv, "/spec/install/strategy") == Some("deployment");
-    let mut operator_images = BTreeSet::new();
-    for d in csv
-        .pointer("/spec/install/spec/deployments")
+    let deployment_strategy = csv.install_strategy() == Some("deployment");
+    let operator_images: BTreeSet<String> = csv
+        .deployments()
         .filter(|_| deployment_strategy)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        for kind in ["containers", "initContainers"] {
-            for c in d
-                .pointer(&format!("/spec/template/spec/{kind}"))
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let img = c.get("image").and_then(Value::as_str).unwrap_or("");
-                operator_images.insert(img.to_string());
-            }
-        }
-    }
+        .flat_map(|d| d.spec().pod_spec().all_containers())
+        .map(|c| c.image().unwrap_or("").to_string())
+        .collect();
     for img in operator_images {
         if seen.insert(img.clone()) {
             related.push(RelatedImage {
@@ -369,7 +319,7 @@ pub fn render_bundle(
         name,
         package,
     } = crate::render::bundle_head(dir)?;
-    let version = str_at(csv, "/spec/version").unwrap_or("");
+    let version = csv.version().unwrap_or("");
 
     let mut provided = provided_gvks(dir, csv);
     let (package_prop, other) =
@@ -401,7 +351,10 @@ pub fn render_bundle(
     }
     if !opts.bundle_objects {
         // A typed struct in opm: its field order, not sorted (added after normalising).
-        props.push(Property::new(property::CSV_METADATA, csv_metadata_go(csv)));
+        props.push(Property::new(
+            property::CSV_METADATA,
+            csv_metadata_go(csv.raw()),
+        ));
     }
     let mut keyed: Vec<(String, Property)> = props
         .into_iter()

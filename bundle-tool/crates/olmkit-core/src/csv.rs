@@ -63,6 +63,12 @@ macro_rules! element {
         }
 
         impl<'a> $name<'a> {
+            /// Every element of `list` (none when it is not an array), for a list held apart
+            /// from its CSV (one being built, say).
+            pub fn list(list: &'a Value) -> impl Iterator<Item = Self> + use<'a> {
+                let items = list.as_array().map(Vec::as_slice).unwrap_or(&[]);
+                elements(items, |index, raw| Self { index, raw })
+            }
             /// The string field `key` of the element.
             fn str(&self, key: &str) -> Option<&'a str> {
                 self.raw.get(key).and_then(Value::as_str)
@@ -97,6 +103,10 @@ impl<'a> Csv<'a> {
     /// The string at `pointer` of the CSV.
     fn str(&self, pointer: &str) -> Option<&'a str> {
         str_at(self.raw, pointer)
+    }
+    /// The field `key` of `metadata`, any type.
+    pub fn metadata_field(&self, key: &str) -> Option<&'a Value> {
+        self.raw.get("metadata")?.get(key)
     }
     /// The field `key` of `spec`, any type.
     pub fn spec_field(&self, key: &str) -> Option<&'a Value> {
@@ -693,6 +703,7 @@ mod tests {
         assert_eq!(c.install_strategy(), Some("deployment"));
         assert!(c.install_spec().is_some_and(Value::is_object));
         assert_eq!(c.spec_field("displayName"), Some(&json!("Op")));
+        assert_eq!(c.metadata_field("namespace"), Some(&json!("placeholder")));
     }
 
     #[test]
@@ -786,6 +797,9 @@ mod tests {
         assert_eq!(w.admission_review_versions().collect::<Vec<_>>(), ["v1"]);
         assert!(w.rules().is_empty());
         let modes: Vec<_> = c.install_modes().collect();
+        let listed = InstallMode::list(&v["spec"]["installModes"]).collect::<Vec<_>>();
+        assert_eq!(listed, modes);
+        assert_eq!(InstallMode::list(&json!({"a": 1})).count(), 0);
         assert_eq!(
             (modes[0].mode_type(), modes[0].supported()),
             (Some("OwnNamespace"), Some(true))

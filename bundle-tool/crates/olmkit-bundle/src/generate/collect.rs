@@ -12,6 +12,7 @@ use super::supported::{bundle_kinds_list, is_bundle_kind};
 use crate::json::{arr_at, str_at, type_name};
 use crate::kinds;
 use crate::model::Manifest;
+use olmkit_core::csv::DeploymentSpec;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 
@@ -130,8 +131,9 @@ impl Collected {
 /// `spec.template.spec.serviceAccountName` of a Deployment, `default` when unset (the account
 /// Kubernetes uses, and the one operator-sdk assumes).
 pub fn deployment_service_account(deployment: &Value) -> String {
-    str_at(deployment, "/spec/template/spec/serviceAccountName")
-        .or_else(|| str_at(deployment, "/spec/template/spec/serviceAccount"))
+    DeploymentSpec::of_object(deployment)
+        .pod_spec()
+        .service_account()
         .filter(|s| !s.is_empty())
         .unwrap_or("default")
         .to_string()
@@ -214,6 +216,22 @@ fn parse_crd(doc: &Manifest) -> Result<Crd, GenerateBundleError> {
             "must list at least one version",
         ));
     }
+    Ok(Crd {
+        versions: crd_versions(doc, versions_raw)?,
+        conversion: conversion_ref(doc)?,
+        doc: doc.clone(),
+        name,
+        group,
+        kind,
+        plural,
+    })
+}
+
+/// The CRD's `spec.versions`: each needs a name; `served` and `storage` must be booleans.
+fn crd_versions(
+    doc: &Manifest,
+    versions_raw: &[Value],
+) -> Result<Vec<CrdVersion>, GenerateBundleError> {
     let mut versions = Vec::new();
     for (i, v) in versions_raw.iter().enumerate() {
         let field = |f: &str| format!("spec.versions[{i}].{f}");
@@ -238,7 +256,13 @@ fn parse_crd(doc: &Manifest) -> Result<Crd, GenerateBundleError> {
             name: vname,
         });
     }
-    let conversion = match str_at(&doc.object, "/spec/conversion/strategy") {
+    Ok(versions)
+}
+
+/// The CRD's conversion webhook, when `spec.conversion.strategy` is `Webhook`: served through
+/// a Service (OLM cannot express a URL in a CSV), with its review versions.
+fn conversion_ref(doc: &Manifest) -> Result<Option<ConversionRef>, GenerateBundleError> {
+    Ok(match str_at(&doc.object, "/spec/conversion/strategy") {
         Some("Webhook") => {
             let hook = "spec.conversion.webhook";
             if doc
@@ -305,15 +329,6 @@ fn parse_crd(doc: &Manifest) -> Result<Crd, GenerateBundleError> {
             })
         }
         _ => None,
-    };
-    Ok(Crd {
-        doc: doc.clone(),
-        name,
-        group,
-        kind,
-        plural,
-        versions,
-        conversion,
     })
 }
 

@@ -13,8 +13,11 @@ use super::collect::{Collected, Crd};
 use super::rbac::{Permission, RbacSplit};
 use super::webhooks::{OLM_CERT_MOUNT_PATHS, Webhooks};
 use super::{GenerateOptions, Improvement, Settings};
-use crate::json::{arr_at, as_obj_mut, child_obj, obj_at, str_at, string_map};
+use crate::json::{as_obj_mut, child_obj, str_at, string_map};
 use crate::naming::csv_name;
+use olmkit_core::csv::{
+    ALM_EXAMPLES, CrdDescription, Csv, DeploymentSpec, InstallMode, SKIP_RANGE,
+};
 use olmkit_core::gojson::sorted_keys;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -131,15 +134,14 @@ fn drop_cert_mounts(name: &str, spec: &mut Value, notes: &mut Vec<String>) {
         return;
     }
     let still_used = |spec: &Value, vol: &str| {
-        ["containers", "initContainers"].iter().any(|list| {
-            arr_at(spec, &format!("/template/spec/{list}"))
-                .iter()
-                .any(|c| {
-                    arr_at(c, "/volumeMounts")
-                        .iter()
-                        .any(|m| str_at(m, "/name") == Some(vol))
-                })
-        })
+        DeploymentSpec::new(spec)
+            .pod_spec()
+            .all_containers()
+            .any(|c| {
+                c.volume_mounts()
+                    .iter()
+                    .any(|m| str_at(m, "/name") == Some(vol))
+            })
     };
     let unused: Vec<String> = removed
         .iter()
@@ -194,23 +196,22 @@ fn related_images(c: &Collected, base: &Value) -> Value {
         out.push((name, image.to_string()));
     };
     for d in &c.deployments {
-        for list in ["initContainers", "containers"] {
-            for ctr in arr_at(&d.object, &format!("/spec/template/spec/{list}")) {
-                let cname = str_at(ctr, "/name").unwrap_or("image").to_string();
-                add(cname, str_at(ctr, "/image").unwrap_or(""), &mut out);
-                for e in arr_at(ctr, "/env") {
-                    if let (Some(n), Some(v)) = (str_at(e, "/name"), str_at(e, "/value"))
-                        && let Some(rest) = n.strip_prefix("RELATED_IMAGE_")
-                    {
-                        add(rest.to_lowercase().replace('_', "-"), v, &mut out);
-                    }
+        let pod = DeploymentSpec::of_object(&d.object).pod_spec();
+        for ctr in pod.init_containers().chain(pod.containers()) {
+            let cname = ctr.name().unwrap_or("image").to_string();
+            add(cname, ctr.image().unwrap_or(""), &mut out);
+            for (n, v) in ctr.env() {
+                if let (Some(n), Some(v)) = (n, v)
+                    && let Some(rest) = n.strip_prefix("RELATED_IMAGE_")
+                {
+                    add(rest.to_lowercase().replace('_', "-"), v, &mut out);
                 }
             }
         }
     }
-    for e in arr_at(base, "/spec/relatedImages") {
-        if let Some(image) = str_at(e, "/image") {
-            let name = str_at(e, "/name").unwrap_or("image").to_string();
+    for e in Csv::new(base).related_images() {
+        if let Some(image) = e.image() {
+            let name = e.name().unwrap_or("image").to_string();
             add(name, image, &mut out);
         }
     }
@@ -219,6 +220,12 @@ fn related_images(c: &Collected, base: &Value) -> Value {
             .map(|(name, image)| json!({"image": image, "name": name}))
             .collect(),
     )
+}
+
+/// Whether the string field `key` of `m` (a CSV part being built) is missing or empty (a
+/// non-string counts as missing).
+fn blank(m: &Map<String, Value>, key: &str) -> bool {
+    m.get(key).and_then(Value::as_str).is_none_or(str::is_empty)
 }
 
 fn first_paragraph(s: &str) -> String {
@@ -235,11 +242,11 @@ fn first_paragraph(s: &str) -> String {
 /// what current operator-sdk writes (its older releases sorted newest-first; authorino's
 /// published bundles show the current order).
 fn owned_crds(crds: &[Crd], base: &Value, notes: &mut Vec<String>) -> Value {
-    let base_owned = arr_at(base, "/spec/customresourcedefinitions/owned");
-    let matches = |e: &Value, name: &str, version: Option<&str>, kind: &str| {
-        str_at(e, "/name") == Some(name)
-            && str_at(e, "/kind") == Some(kind)
-            && version.is_none_or(|v| str_at(e, "/version") == Some(v))
+    let base_owned: Vec<CrdDescription<'_>> = Csv::new(base).owned_crds().collect();
+    let matches = |e: &CrdDescription<'_>, name: &str, version: Option<&str>, kind: &str| {
+        e.name() == Some(name)
+            && e.kind() == Some(kind)
+            && version.is_none_or(|v| e.version() == Some(v))
     };
     let mut owned: Vec<Value> = Vec::new();
     for crd in crds {
@@ -250,18 +257,21 @@ fn owned_crds(crds: &[Crd], base: &Value, notes: &mut Vec<String>) -> Value {
             let sibling = base_owned
                 .iter()
                 .find(|e| matches(e, &crd.name, None, &crd.kind));
-            let mut entry = exact.cloned().unwrap_or_else(|| json!({}));
+            let mut entry = exact.map_or_else(|| json!({}), |e| e.raw.clone());
             let m = as_obj_mut(&mut entry);
             m.insert("name".into(), Value::from(crd.name.clone()));
             m.insert("version".into(), Value::from(v.name.clone()));
             m.insert("kind".into(), Value::from(crd.kind.clone()));
-            let from_sibling = |key: &str| sibling.and_then(|s| str_at(s, &format!("/{key}")));
-            if str_at(&Value::Object(m.clone()), "/displayName").is_none_or(str::is_empty) {
-                let dn = from_sibling("displayName").unwrap_or(&crd.kind).to_string();
+            if blank(m, "displayName") {
+                let dn = sibling
+                    .and_then(|s| s.display_name())
+                    .unwrap_or(&crd.kind)
+                    .to_string();
                 m.insert("displayName".into(), Value::from(dn));
             }
-            if str_at(&Value::Object(m.clone()), "/description").is_none_or(str::is_empty) {
-                let desc = from_sibling("description")
+            if blank(m, "description") {
+                let desc = sibling
+                    .and_then(|s| s.description())
                     .map(str::to_string)
                     .or_else(|| v.description.as_deref().map(first_paragraph));
                 if let Some(d) = desc {
@@ -272,11 +282,11 @@ fn owned_crds(crds: &[Crd], base: &Value, notes: &mut Vec<String>) -> Value {
         }
     }
     for e in base_owned {
-        let name = str_at(e, "/name").unwrap_or("");
+        let name = e.name().unwrap_or("");
         if !crds.iter().any(|c| c.name == name) {
             notes.push(format!(
                 "dropped owned CRD {name} {} of the base CSV: no such CRD in the manifests",
-                str_at(e, "/version").unwrap_or("")
+                e.version().unwrap_or("")
             ));
         }
     }
@@ -334,7 +344,7 @@ fn alm_examples(c: &Collected, settings: &Settings) -> Result<String, GenerateBu
         .collect();
     let text = serde_json::to_string_pretty(&examples).map_err(|e| {
         GenerateBundleError::Render(olmkit_core::docs::RenderDocumentError {
-            what: "alm-examples".into(),
+            what: ALM_EXAMPLES.into(),
             message: e.to_string(),
         })
     })?;
@@ -354,12 +364,9 @@ fn annotate(
 ) -> Result<(), GenerateBundleError> {
     let defaults = settings.improvements.has(Improvement::CsvDefaults);
     if !c.samples.is_empty() || !defaults {
-        ann.insert(
-            "alm-examples".into(),
-            Value::from(alm_examples(c, settings)?),
-        );
-    } else if !ann.contains_key("alm-examples") {
-        ann.insert("alm-examples".into(), Value::from("[]"));
+        ann.insert(ALM_EXAMPLES.into(), Value::from(alm_examples(c, settings)?));
+    } else if !ann.contains_key(ALM_EXAMPLES) {
+        ann.insert(ALM_EXAMPLES.into(), Value::from("[]"));
     }
     if defaults {
         ann.entry("capabilities")
@@ -387,7 +394,7 @@ fn annotate(
                 message: e.reason,
             }
         })?;
-        ann.insert("olm.skipRange".into(), Value::from(r.clone()));
+        ann.insert(SKIP_RANGE.into(), Value::from(r.clone()));
     }
     Ok(())
 }
@@ -485,14 +492,10 @@ fn install_modes(
     }
     let forced = all_namespaces_only();
     let supported = |m: &Value| -> BTreeSet<String> {
-        m.as_array()
-            .map(|a| {
-                a.iter()
-                    .filter(|e| e.get("supported") == Some(&Value::Bool(true)))
-                    .filter_map(|e| str_at(e, "/type").map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
+        InstallMode::list(m)
+            .filter(|e| e.supported() == Some(true))
+            .filter_map(|e| e.mode_type().map(str::to_string))
+            .collect()
     };
     if supported(&modes) != supported(&forced) {
         notes.push(format!(
@@ -538,9 +541,7 @@ pub fn build(
 
     let spec = child_obj(root, "spec");
     set_version_and_edges(spec, options, version)?;
-    if on(Improvement::CsvDefaults)
-        && str_at(&Value::Object(spec.clone()), "/displayName").is_none_or(str::is_empty)
-    {
+    if on(Improvement::CsvDefaults) && blank(spec, "displayName") {
         spec.insert("displayName".into(), Value::from(package));
     }
     spec.insert(
@@ -552,16 +553,17 @@ pub fn build(
     let modes = install_modes(spec, hooks, settings, notes);
     spec.insert("installModes".into(), modes);
     set_related_images(spec, c, &base, settings, notes);
-    if on(Improvement::MinKubeVersion)
-        && str_at(&Value::Object(spec.clone()), "/minKubeVersion").is_none_or(str::is_empty)
-    {
+    if on(Improvement::MinKubeVersion) && blank(spec, "minKubeVersion") {
         let v = implied_min_kube_version(c, hooks);
         spec.insert("minKubeVersion".into(), Value::from(v));
         notes.push(format!(
             "minKubeVersion: set to {v}, the lowest Kubernetes serving every API the bundle uses; set spec.minKubeVersion in the base CSV to choose another"
         ));
     }
-    if obj_at(&Value::Object(spec.clone()), "/apiservicedefinitions").is_none() {
+    if !spec
+        .get("apiservicedefinitions")
+        .is_some_and(Value::is_object)
+    {
         spec.insert("apiservicedefinitions".into(), json!({}));
     }
     if settings.upstream_compat {

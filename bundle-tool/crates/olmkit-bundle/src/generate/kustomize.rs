@@ -136,6 +136,7 @@ fn pluralize(word: &str) -> String {
 }
 
 use crate::json::str_at;
+use olmkit_core::csv::{CrdDescription, Csv};
 
 /// The CRD of `api`, and its version's schema description.
 fn crd_of<'a>(crds: &'a [Value], api: &Api) -> Option<(&'a Value, Option<&'a str>)> {
@@ -248,14 +249,14 @@ fn kube_version_key(v: &str) -> (u8, u64, u8, u64, String) {
     }
 }
 
-fn gvk_of_entry(e: &Value) -> Option<Api> {
-    let name = str_at(e, "/name")?;
+fn gvk_of_entry(e: &CrdDescription<'_>) -> Option<Api> {
+    let name = e.name()?;
     // `MakeFullGroupFromName`: what follows the first dot.
     let group = name.split_once('.').map_or(name, |(_, g)| g);
     Some(Api {
         group: group.to_string(),
-        version: str_at(e, "/version")?.to_string(),
-        kind: str_at(e, "/kind")?.to_string(),
+        version: e.version()?.to_string(),
+        kind: e.kind()?.to_string(),
     })
 }
 
@@ -266,8 +267,9 @@ pub fn base_csv(inputs: &BaseInputs) -> (Value, Vec<String>) {
         Some(b) => {
             let mut b = b.clone();
             let placeholder = format!("{}.vX.Y.Z", inputs.package);
-            if str_at(&b, "/metadata/name") == Some(placeholder.as_str()) {
-                let version = str_at(&b, "/spec/version").unwrap_or("0.0.0").to_string();
+            let view = Csv::new(&b);
+            if view.name() == Some(placeholder.as_str()) {
+                let version = view.version().unwrap_or("0.0.0").to_string();
                 b["metadata"]["name"] = Value::from(format!("{}.v{version}", inputs.package));
             }
             b
@@ -276,19 +278,14 @@ pub fn base_csv(inputs: &BaseInputs) -> (Value, Vec<String>) {
     };
     let apis = apis_of(inputs);
     if !apis.is_empty() {
-        let existing: Vec<Value> = csv
-            .pointer("/spec/customresourcedefinitions/owned")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+        let existing: Vec<Value> = Csv::new(&csv).owned_crds().map(|e| e.raw.clone()).collect();
         let mut kept = existing.clone();
         let mut added = Vec::new();
         for api in &apis {
             let generated = described(api, &inputs.crds, &mut notes);
-            match existing
-                .iter()
-                .position(|e| gvk_of_entry(e).as_ref() == Some(api))
-            {
+            match existing.iter().position(|raw| {
+                gvk_of_entry(&CrdDescription { index: 0, raw }).as_ref() == Some(api)
+            }) {
                 Some(i) => {
                     if let Some(e) = kept.get_mut(i).and_then(Value::as_object_mut) {
                         for k in ["displayName", "description"] {
@@ -304,11 +301,12 @@ pub fn base_csv(inputs: &BaseInputs) -> (Value, Vec<String>) {
             }
         }
         added.sort_by(|a, b| {
-            let key = |e: &Value| {
+            let key = |raw: &Value| {
+                let e = CrdDescription { index: 0, raw };
                 (
-                    str_at(e, "/name").unwrap_or("").to_string(),
-                    str_at(e, "/kind").unwrap_or("").to_string(),
-                    kube_version_key(str_at(e, "/version").unwrap_or("")),
+                    e.name().unwrap_or("").to_string(),
+                    e.kind().unwrap_or("").to_string(),
+                    kube_version_key(e.version().unwrap_or("")),
                 )
             };
             key(a).cmp(&key(b))

@@ -15,9 +15,10 @@ use super::collect::Collected;
 use super::rbac::RbacSplit;
 use super::webhooks::Webhooks;
 use super::{FileLayout, GenerateBundleError, GenerateOptions, Improvement, Settings};
-use crate::json::{arr_at, str_at};
+use crate::json::arr_at;
 use crate::model::keys;
 use crate::naming::{dns1123_subdomain_problem, manifest_file_name, package_of_csv_name};
+use olmkit_core::csv::Csv;
 use olmkit_core::docs::to_yaml;
 use olmkit_core::gojson::sorted_keys;
 use serde_json::{Map, Value};
@@ -55,7 +56,7 @@ pub fn package_name(
             let base = c
                 .base_csv
                 .as_ref()
-                .and_then(|b| str_at(&b.object, "/metadata/name"))
+                .and_then(|b| b.csv_view().name())
                 .ok_or(GenerateBundleError::NoPackage)?;
             (package_of_csv_name(base).to_string(), false)
         }
@@ -329,6 +330,36 @@ pub fn render_files(
     settings: &Settings,
     notes: &mut Vec<String>,
 ) -> Result<RenderedFiles, GenerateBundleError> {
+    let objects = manifest_objects(c, rbac, hooks, csv, settings, notes);
+    let mut files = manifest_files(objects, package, settings)?;
+    let layout = Csv::new(csv).annotation("operators.operatorframework.io/project_layout");
+    let scorecard = c.scorecard.is_some() || settings.scorecard_in_output;
+    let ann = annotations(package, channels, options, layout, scorecard);
+    let root_files = metadata_files(&ann, scorecard, settings, &mut files)?;
+    if let Some(sc) = &c.scorecard {
+        let mut config = clean(&sc.object, settings);
+        if settings.upstream_compat {
+            super::upstream::typed_scorecard(&mut config);
+            config = sorted_keys(config);
+        }
+        files.insert(
+            PathBuf::from("tests/scorecard/config.yaml"),
+            render("tests/scorecard/config.yaml", &config, settings)?.into_bytes(),
+        );
+    }
+    Ok((files, root_files))
+}
+
+/// The objects of `manifests/`, each with how errors name it: the CSV, the CRDs, the RBAC the
+/// CSV does not absorb, the service accounts OLM does not create, the Services, the rest.
+fn manifest_objects(
+    c: &Collected,
+    rbac: &RbacSplit,
+    hooks: &Webhooks,
+    csv: &Value,
+    settings: &Settings,
+    notes: &mut Vec<String>,
+) -> Vec<(Value, String)> {
     let mut objects: Vec<(Value, String)> = vec![(csv.clone(), "the CSV".into())];
     for crd in &c.crds {
         objects.push((clean(&crd.doc.object, settings), crd.doc.label()));
@@ -354,7 +385,15 @@ pub fn render_files(
     for o in &c.others {
         objects.push((clean(&o.object, settings), o.label()));
     }
+    objects
+}
 
+/// The `manifests/` files of `objects`, refusing two objects that would share a file name.
+fn manifest_files(
+    objects: Vec<(Value, String)>,
+    package: &str,
+    settings: &Settings,
+) -> Result<BTreeMap<PathBuf, Vec<u8>>, GenerateBundleError> {
     let mut files: BTreeMap<PathBuf, Vec<u8>> = BTreeMap::new();
     let mut origin: BTreeMap<PathBuf, String> = BTreeMap::new();
     for (object, label) in objects {
@@ -370,13 +409,17 @@ pub fn render_files(
         files.insert(path.clone(), render(&what, &object, settings)?.into_bytes());
         origin.insert(path, label);
     }
+    Ok(files)
+}
 
-    let layout = str_at(
-        csv,
-        "/metadata/annotations/operators.operatorframework.io~1project_layout",
-    );
-    let scorecard = c.scorecard.is_some() || settings.scorecard_in_output;
-    let ann = annotations(package, channels, options, layout, scorecard);
+/// `metadata/annotations.yaml` (into `files`) and `bundle.Dockerfile` (into `files` for the
+/// versioned layout, into the returned root files for operator-sdk's) from the annotations.
+fn metadata_files(
+    ann: &[(String, String)],
+    scorecard: bool,
+    settings: &Settings,
+    files: &mut BTreeMap<PathBuf, Vec<u8>>,
+) -> Result<BTreeMap<PathBuf, Vec<u8>>, GenerateBundleError> {
     let mut root_files = BTreeMap::new();
     match &settings.layout {
         FileLayout::Versioned => {
@@ -392,32 +435,21 @@ pub fn render_files(
             );
             files.insert(
                 PathBuf::from("bundle.Dockerfile"),
-                dockerfile(&ann, scorecard).into_bytes(),
+                dockerfile(ann, scorecard).into_bytes(),
             );
         }
         FileLayout::Sdk { copy_dir } => {
             files.insert(
                 PathBuf::from("metadata/annotations.yaml"),
-                sdk_annotations_yaml(&ann).into_bytes(),
+                sdk_annotations_yaml(ann).into_bytes(),
             );
             root_files.insert(
                 PathBuf::from("bundle.Dockerfile"),
-                sdk_dockerfile(&ann, scorecard, copy_dir).into_bytes(),
+                sdk_dockerfile(ann, scorecard, copy_dir).into_bytes(),
             );
         }
     }
-    if let Some(sc) = &c.scorecard {
-        let mut config = clean(&sc.object, settings);
-        if settings.upstream_compat {
-            super::upstream::typed_scorecard(&mut config);
-            config = sorted_keys(config);
-        }
-        files.insert(
-            PathBuf::from("tests/scorecard/config.yaml"),
-            render("tests/scorecard/config.yaml", &config, settings)?.into_bytes(),
-        );
-    }
-    Ok((files, root_files))
+    Ok(root_files)
 }
 
 #[cfg(test)]

@@ -93,69 +93,9 @@ impl GenerateInputs {
     }
 }
 
-/// The pod-template annotation kubectl (and kubebuilder's scaffold) uses to name a pod's main
-/// container.
-pub const DEFAULT_CONTAINER_ANNOTATION: &str = "kubectl.kubernetes.io/default-container";
-
-/// The operator's manager container: which one it is and what it runs.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ManagerContainer<'a> {
-    /// Index of its Deployment among those given (always 0: the first one).
-    pub deployment: usize,
-    /// Index in the pod template's `containers`.
-    pub index: usize,
-    /// The container object.
-    pub container: &'a serde_json::Value,
-}
-
-impl<'a> ManagerContainer<'a> {
-    /// Its `image`.
-    pub fn image(&self) -> Option<&'a str> {
-        crate::json::str_at(self.container, "/image")
-    }
-    /// Its `command`, when it has one (strings only).
-    pub fn command(&self) -> Option<Vec<&'a str>> {
-        let list = self.container.get("command")?.as_array()?;
-        list.iter().map(serde_json::Value::as_str).collect()
-    }
-    /// Its `workingDir`.
-    pub fn working_dir(&self) -> Option<&'a str> {
-        crate::json::str_at(self.container, "/workingDir")
-    }
-}
-
-/// The operator's manager container: in the first of `deployments` (Deployment objects, or a
-/// CSV's `spec.install.spec.deployments` entries: both keep the pod template at
-/// `/spec/template`), the container the pod template's `kubectl.kubernetes.io/default-container`
-/// annotation names (kubebuilder's scaffold sets it to `manager`), else the one named `manager`
-/// (kubebuilder's name), else the first. The one rule for "the operator's container": the CSV's
-/// `containerImage` annotation, the containers a release points at the new operator image and
-/// the command the operator image must hold are all found with it, so they can never name
-/// different containers.
-pub fn manager_container<'a>(
-    mut deployments: impl Iterator<Item = &'a serde_json::Value>,
-) -> Option<ManagerContainer<'a>> {
-    let deployment = deployments.next()?;
-    let containers = crate::json::arr_at(deployment, "/spec/template/spec/containers");
-    let named = |name: &str| {
-        containers
-            .iter()
-            .position(|c| crate::json::str_at(c, "/name") == Some(name))
-    };
-    let annotated = deployment
-        .pointer("/spec/template/metadata/annotations")
-        .and_then(|a| a.get(DEFAULT_CONTAINER_ANNOTATION))
-        .and_then(serde_json::Value::as_str);
-    let index = annotated
-        .and_then(named)
-        .or_else(|| named("manager"))
-        .or_else(|| (!containers.is_empty()).then_some(0))?;
-    Some(ManagerContainer {
-        deployment: 0,
-        index,
-        container: &containers[index],
-    })
-}
+/// The manager-container rule lives with the CSV view, which it reads (both kinds of
+/// deployments keep their pod template at `/spec/template`).
+pub use olmkit_core::csv::{DEFAULT_CONTAINER_ANNOTATION, ManagerContainer, manager_container};
 
 /// The image of the operator's manager: the `image` of [`manager_container`].
 pub fn manager_image<'a>(
@@ -467,7 +407,7 @@ fn bundle_version(
     let from_base = c
         .base_csv
         .as_ref()
-        .and_then(|b| crate::json::str_at(&b.object, "/spec/version").map(|v| (b, v)));
+        .and_then(|b| b.csv_view().version().map(|v| (b, v)));
     match from_base {
         Some((b, v)) => semver::Version::parse(v).map_err(|e| {
             GenerateBundleError::invalid(b, "spec.version", format!("not a semantic version: {e}"))

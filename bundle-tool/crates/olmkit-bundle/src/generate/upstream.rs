@@ -11,7 +11,8 @@
 //! configuration's `storage`, and `alm-examples` with Go's HTML escaping (`json.MarshalIndent`).
 
 use super::collect::{Collected, Crd};
-use crate::json::{arr_at, as_obj_mut, str_at};
+use crate::json::as_obj_mut;
+use olmkit_core::csv::{Container, Csv, DeploymentSpec};
 use serde_json::{Map, Value, json};
 
 /// operator-sdk's `k8sutil.GetDisplayName` for a package name: words split at `.`, `-`, `_`
@@ -68,20 +69,19 @@ pub fn default_base(package: &str) -> Value {
 /// writes it: per served version, the base's entry with the same name, version and kind, or
 /// an entry with just those three.
 pub fn owned_crds(crds: &[Crd], base: &Value) -> Value {
-    let base_owned = arr_at(base, "/spec/customresourcedefinitions/owned");
+    let base = Csv::new(base);
     let mut owned = Vec::new();
     for crd in crds {
         for v in crd.versions.iter().filter(|v| v.served) {
-            let exact = base_owned.iter().find(|e| {
-                str_at(e, "/name") == Some(&crd.name)
-                    && str_at(e, "/version") == Some(&v.name)
-                    && str_at(e, "/kind") == Some(&crd.kind)
+            let exact = base.owned_crds().find(|e| {
+                e.name() == Some(&crd.name)
+                    && e.version() == Some(&v.name)
+                    && e.kind() == Some(&crd.kind)
             });
-            owned.push(
-                exact.cloned().unwrap_or_else(
-                    || json!({"kind": crd.kind, "name": crd.name, "version": v.name}),
-                ),
-            );
+            owned.push(exact.map_or_else(
+                || json!({"kind": crd.kind, "name": crd.name, "version": v.name}),
+                |e| e.raw.clone(),
+            ));
         }
     }
     Value::Array(owned)
@@ -102,26 +102,26 @@ pub fn related_images(c: &Collected, notes: &mut Vec<String>) -> Value {
     // (name, image, container reference)
     let mut found: Vec<(String, String, String)> = Vec::new();
     for d in &c.deployments {
-        let mut containers: Vec<&Value> = arr_at(&d.object, "/spec/template/spec/containers")
-            .iter()
+        let containers: Vec<Container<'_>> = DeploymentSpec::of_object(&d.object)
+            .pod_spec()
+            .all_containers()
             .collect();
-        containers.extend(arr_at(&d.object, "/spec/template/spec/initContainers"));
         let single = containers.len() == 1;
         for ctr in &containers {
             let cref = if single {
                 d.name().to_string()
             } else {
-                format!("{}-{}", d.name(), str_at(ctr, "/name").unwrap_or(""))
+                format!("{}-{}", d.name(), ctr.name().unwrap_or(""))
             };
-            for e in arr_at(ctr, "/env") {
-                let Some(name) = str_at(e, "/name").and_then(related_image_name) else {
+            for (var, value) in ctr.env() {
+                let Some(name) = var.and_then(related_image_name) else {
                     continue;
                 };
-                let Some(image) = str_at(e, "/value") else {
+                let Some(image) = value else {
                     notes.push(format!(
                         "Deployment {}: {} has no value (valueFrom is not supported for related images); left out of relatedImages",
                         d.name(),
-                        str_at(e, "/name").unwrap_or("")
+                        var.unwrap_or("")
                     ));
                     continue;
                 };
@@ -201,7 +201,7 @@ pub fn typed_csv(csv: &mut Value) {
 /// writes them (`genutil.WriteObjectsToFiles` marshals CRDs, Services and the RBAC objects as
 /// typed structs; other kinds pass through unstructured, unchanged).
 pub fn typed_object(object: &mut Value) {
-    let kind = str_at(object, "/kind").unwrap_or("").to_string();
+    let kind = olmkit_core::object::kind(object).to_string();
     let typed = matches!(
         kind.as_str(),
         "CustomResourceDefinition"

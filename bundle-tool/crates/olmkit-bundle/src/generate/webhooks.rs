@@ -23,9 +23,10 @@
 //! the manifests' Services).
 
 use super::GenerateBundleError;
-use super::collect::{AdmissionWebhook, Collected};
+use super::collect::{AdmissionWebhook, Collected, Crd};
 use crate::json::{arr_at, str_at, string_map};
 use crate::model::Manifest;
+use olmkit_core::csv::{DeploymentSpec, WebhookDefinition};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -193,14 +194,15 @@ fn route(
         _ => Value::from(port),
     };
     // Declaring container ports is informational in Kubernetes, so a mismatch is only noted.
-    let declared = ["/spec/template/spec/containers"].iter().any(|ptr| {
-        arr_at(&dep.object, ptr).iter().any(|ctr| {
-            arr_at(ctr, "/ports").iter().any(|cp| match &target {
+    let declared = DeploymentSpec::of_object(&dep.object)
+        .pod_spec()
+        .containers()
+        .any(|ctr| {
+            ctr.ports().iter().any(|cp| match &target {
                 Value::String(name) => str_at(cp, "/name") == Some(name.as_str()),
                 t => cp.get("containerPort") == Some(t),
             })
-        })
-    });
+        });
     if !declared {
         notes.push(format!(
             "Service {service} port {port} targets {target} (spec.ports[{pi}].targetPort), which no container of Deployment {} declares; check that the webhook server listens there",
@@ -342,7 +344,12 @@ pub fn derive(
         ) {
             out.admission_service_ports.insert((svc.to_string(), port));
         }
-        if let Some(d) = str_at(&def, "/deploymentName") {
+        if let Some(d) = (WebhookDefinition {
+            index: 0,
+            raw: &def,
+        })
+        .deployment_name()
+        {
             out.serving_deployments.insert(d.to_string());
         }
         out.definitions.push(def);
@@ -377,48 +384,59 @@ pub fn derive(
             lenient,
             notes,
         )?;
-        let mut crds: Vec<String> = members
-            .iter()
-            .filter_map(|&i| c.crds.get(i))
-            .map(|crd| crd.name.clone())
-            .collect();
-        crds.sort();
-        let mut review: Vec<String> = Vec::new();
-        for crd in members.iter().filter_map(|&i| c.crds.get(i)) {
-            if let Some(conv) = &crd.conversion {
-                for v in &conv.review_versions {
-                    if !review.contains(v) {
-                        review.push(v.clone());
-                    }
+        let members: Vec<&Crd> = members.iter().filter_map(|&i| c.crds.get(i)).collect();
+        conversion_definition(&members, r, path, &mut out);
+    }
+    fn generate_name(raw: &Value) -> Option<&str> {
+        WebhookDefinition { index: 0, raw }.generate_name()
+    }
+    out.definitions.sort_by(|a, b| {
+        generate_name(a)
+            .unwrap_or("")
+            .cmp(generate_name(b).unwrap_or(""))
+    });
+    Ok(out)
+}
+
+/// The `ConversionWebhook` definition of the CRDs `members`, served as `r` says at `path`,
+/// added to `out` with the deployment serving it and the CRDs it converts.
+fn conversion_definition(
+    members: &[&Crd],
+    r: Result<Route, String>,
+    path: String,
+    out: &mut Webhooks,
+) {
+    let mut crds: Vec<String> = members.iter().map(|crd| crd.name.clone()).collect();
+    crds.sort();
+    let mut review: Vec<String> = Vec::new();
+    for crd in members {
+        if let Some(conv) = &crd.conversion {
+            for v in &conv.review_versions {
+                if !review.contains(v) {
+                    review.push(v.clone());
                 }
             }
         }
-        let mut e: BTreeMap<&str, Value> = BTreeMap::new();
-        e.insert("type", Value::from("ConversionWebhook"));
-        e.insert("generateName", Value::from(conversion_generate_name(&crds)));
-        let deployment = match &r {
-            Ok(r) => r.deployment.clone(),
-            Err(guess) => guess.clone(),
-        };
-        insert_route(&mut e, r);
-        e.insert(
-            "conversionCRDs",
-            Value::Array(crds.iter().cloned().map(Value::from).collect()),
-        );
-        e.insert(
-            "admissionReviewVersions",
-            Value::Array(review.into_iter().map(Value::from).collect()),
-        );
-        e.insert("sideEffects", Value::from("None"));
-        e.insert("webhookPath", Value::from(path));
-        out.serving_deployments.insert(deployment);
-        out.conversion_crds.extend(crds);
-        out.definitions.push(sorted_object(e));
     }
-    out.definitions.sort_by(|a, b| {
-        str_at(a, "/generateName")
-            .unwrap_or("")
-            .cmp(str_at(b, "/generateName").unwrap_or(""))
-    });
-    Ok(out)
+    let mut e: BTreeMap<&str, Value> = BTreeMap::new();
+    e.insert("type", Value::from("ConversionWebhook"));
+    e.insert("generateName", Value::from(conversion_generate_name(&crds)));
+    let deployment = match &r {
+        Ok(r) => r.deployment.clone(),
+        Err(guess) => guess.clone(),
+    };
+    insert_route(&mut e, r);
+    e.insert(
+        "conversionCRDs",
+        Value::Array(crds.iter().cloned().map(Value::from).collect()),
+    );
+    e.insert(
+        "admissionReviewVersions",
+        Value::Array(review.into_iter().map(Value::from).collect()),
+    );
+    e.insert("sideEffects", Value::from("None"));
+    e.insert("webhookPath", Value::from(path));
+    out.serving_deployments.insert(deployment);
+    out.conversion_crds.extend(crds);
+    out.definitions.push(sorted_object(e));
 }
