@@ -371,8 +371,7 @@ fn run_from_bundles(a: &FromBundlesArgs) -> Result<(), CmdError> {
     let mut failed: Vec<String> = Vec::new();
     for d in &a.bundles {
         let dirs = catalog_dir::find_bundle_dirs(d).map_err(|e| {
-            CmdError::msg(format!("cannot read {}: {e}", d.display()))
-                .hint(BUNDLE_DIRS_HINT)
+            CmdError::msg(format!("cannot read {}: {e}", d.display())).hint(BUNDLE_DIRS_HINT)
         })?;
         if dirs.is_empty() {
             return Err(CmdError::msg(format!(

@@ -22,8 +22,9 @@ use olmkit_cluster::names::parse_go_duration;
 use olmkit_cluster::run_bundle::bundle::{BundleToRun, LoadRunBundleError};
 use olmkit_cluster::run_bundle::live::{
     CatalogRevision, Hosted, InstallModeRequest, PodOptions, PreparedRun, PreparedUpgrade,
-    PreviousServing, RunBundleError, RunRequest, complete_run, complete_upgrade, create_config_maps, created_objects, prepare_run,
-    prepare_upgrade, remove_stale, start_registry_pod,
+    PreviousServing, RunBundleError, RunRequest, complete_run, complete_upgrade,
+    create_config_maps, created_objects, prepare_run, prepare_upgrade, remove_stale,
+    start_registry_pod,
 };
 use olmkit_cluster::run_bundle::manifests::{RegistryServer, ServedBy};
 use olmkit_cluster::run_bundle::{CATALOG_FILE, DEFAULT_INDEX_IMAGE};
@@ -709,18 +710,7 @@ async fn run_bundle(a: BundleArgs, g: &GlobalArgs) -> Result<(), CmdError> {
         }
     };
     if a.output == OutputFormat::Json {
-        let created = created_objects(&prepared, &hosted);
-        print_json(&json!({
-            "package": package,
-            "namespace": namespace,
-            "bundle": prepared.bundle.csv_name,
-            "source": prepared.bundle.source,
-            "catalogSource": prepared.catalog_source,
-            "address": hosted.address,
-            "servedBy": served_by_json(&hosted.served_by),
-            "created": created,
-            "outcome": outcome_json(&outcome),
-        }))?;
+        print_json(&run_json(&prepared, &hosted, &outcome))?;
     }
     let succeeded = matches!(outcome, Outcome::Installed { .. });
     let finished = finish(outcome, "run bundle", &cluster, &namespace, a.output).await;
@@ -811,6 +801,21 @@ async fn host_run_catalog(
     Ok((hosted, None))
 }
 
+/// The `--output json` document of `run bundle`.
+fn run_json(prepared: &PreparedRun, hosted: &Hosted, outcome: &Outcome) -> Value {
+    json!({
+        "package": prepared.bundle.package,
+        "namespace": prepared.namespace,
+        "bundle": prepared.bundle.csv_name,
+        "source": prepared.bundle.source,
+        "catalogSource": prepared.catalog_source,
+        "address": hosted.address,
+        "servedBy": served_by_json(&hosted.served_by),
+        "created": created_objects(prepared, hosted),
+        "outcome": outcome_json(outcome),
+    })
+}
+
 fn served_by_json(s: &ServedBy) -> Value {
     match s {
         ServedBy::RegistryPod { pod, image } => {
@@ -843,19 +848,7 @@ async fn run_upgrade(a: UpgradeArgs, g: &GlobalArgs) -> Result<(), CmdError> {
     let settings = a.wait.settings();
     let bar = spinner(g, "waiting for OLM");
     let mut printer = event_printer(&bar);
-    let local_address = match &prepared.serving {
-        PreviousServing::Local { address } => Some(address.clone()),
-        PreviousServing::RegistryPod { .. } => None,
-    };
-    if local_address.is_none() && (a.listen.is_some() || a.keep_serving) {
-        bar.finish_and_clear();
-        return Err(CmdError::msg(format!(
-            "the catalog of package {package} is served by a registry pod, not by bundle-tool"
-        ))
-        .hint(
-            "drop --listen and --keep-serving (they apply when run bundle had --catalog-address)",
-        ));
-    }
+    let local_address = local_address(&prepared, &a).inspect_err(|_| bar.finish_and_clear())?;
     let setup = HostSetup {
         cluster: &cluster,
         namespace: &cs_ns,
@@ -927,6 +920,25 @@ async fn run_upgrade(a: UpgradeArgs, g: &GlobalArgs) -> Result<(), CmdError> {
         }
         (None, r) => r,
     }
+}
+
+/// Where OLM connects to a catalog bundle-tool served (`run bundle --catalog-address`);
+/// `None` for a registry pod, which `--listen` and `--keep-serving` do not apply to.
+fn local_address(prepared: &PreparedUpgrade, a: &UpgradeArgs) -> Result<Option<String>, CmdError> {
+    let local_address = match &prepared.serving {
+        PreviousServing::Local { address } => Some(address.clone()),
+        PreviousServing::RegistryPod { .. } => None,
+    };
+    if local_address.is_none() && (a.listen.is_some() || a.keep_serving) {
+        return Err(CmdError::msg(format!(
+            "the catalog of package {} is served by a registry pod, not by bundle-tool",
+            prepared.bundle.package
+        ))
+        .hint(
+            "drop --listen and --keep-serving (they apply when run bundle had --catalog-address)",
+        ));
+    }
+    Ok(local_address)
 }
 
 /// The `--output json` document of `run bundle-upgrade`.

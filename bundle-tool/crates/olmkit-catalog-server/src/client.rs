@@ -261,10 +261,9 @@ impl RegistryClient {
                 call.unary(answer, bundle_message, each).await
             }
             Query::GetChannelEntriesThatReplace { csv_name } => {
-                let answers =
-                    r.get_channel_entries_that_replace(pb::GetAllReplacementsRequest {
-                        csv_name: csv_name.clone(),
-                    });
+                let answers = r.get_channel_entries_that_replace(pb::GetAllReplacementsRequest {
+                    csv_name: csv_name.clone(),
+                });
                 call.stream(answers, Message::ChannelEntry, each).await
             }
             Query::GetBundleThatReplaces {
@@ -280,7 +279,8 @@ impl RegistryClient {
                 call.unary(answer, bundle_message, each).await
             }
             Query::GetChannelEntriesThatProvide(g) => {
-                let answers = r.get_channel_entries_that_provide(pb::GetAllProvidersRequest::from(g));
+                let answers =
+                    r.get_channel_entries_that_provide(pb::GetAllProvidersRequest::from(g));
                 call.stream(answers, Message::ChannelEntry, each).await
             }
             Query::GetLatestChannelEntriesThatProvide(g) => {

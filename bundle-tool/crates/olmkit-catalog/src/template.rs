@@ -359,9 +359,7 @@ fn archetype_images(
         let img = field(b_obj, "image")
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
-            .ok_or_else(|| {
-                invalid(format!("{}.bundles[{i}].image must be set", arch.as_str()))
-            })?;
+            .ok_or_else(|| invalid(format!("{}.bundles[{i}].image must be set", arch.as_str())))?;
         images.push(img.to_string());
     }
     Ok(images)

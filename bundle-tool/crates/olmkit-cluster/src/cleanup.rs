@@ -503,7 +503,10 @@ impl Deleter<'_> {
             .cluster
             .list(&operator_group_resource(), Some(ns))
             .await?;
-        let left: Vec<Subscription> = self.cluster.list(&subscription_resource(), Some(ns)).await?;
+        let left: Vec<Subscription> = self
+            .cluster
+            .list(&subscription_resource(), Some(ns))
+            .await?;
         for g in groups
             .iter()
             .filter(|g| g.metadata.labels.contains_key(RUN_BUNDLE_LABEL))

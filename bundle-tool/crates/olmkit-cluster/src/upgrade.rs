@@ -520,9 +520,7 @@ fn catalog_lines(cat: &PackageView, channel: &str, target: &str, lines: &mut Vec
         if path.steps.is_empty() {
             lines.push(format!(
                 "after it, the channel has no further upgrade ({})",
-                if path.reaches_head
-                    || cat.head(channel).as_deref() == Some(target)
-                {
+                if path.reaches_head || cat.head(channel).as_deref() == Some(target) {
                     "it is the head"
                 } else {
                     "it is not connected to the head"

@@ -1184,19 +1184,15 @@ mod json_docs {
                     format!("document {index} at byte {offset}: invalid JSON: {why}"),
                 ))
             }
-            Err(LoadCatalogError::Blob { message, .. }) => {
-                Err(LoadCatalogError::Blob {
-                    file: name.to_string(),
-                    index,
-                    message,
-                })
-            }
-            Err(LoadCatalogError::Parse(p)) => {
-                Err(parse_err(
-                    name,
-                    format!("document {index} at byte {offset}: {}", p.message),
-                ))
-            }
+            Err(LoadCatalogError::Blob { message, .. }) => Err(LoadCatalogError::Blob {
+                file: name.to_string(),
+                index,
+                message,
+            }),
+            Err(LoadCatalogError::Parse(p)) => Err(parse_err(
+                name,
+                format!("document {index} at byte {offset}: {}", p.message),
+            )),
             Err(other) => Err(other),
         }
     }

@@ -816,7 +816,8 @@ pub async fn start_registry_pod(
         "Pod {namespace}/{name} ({}, {})",
         opts.index_image, opts.server
     )));
-    let address = wait_for_registry_pod(cluster, namespace, &name, deadline, poll, on_event).await?;
+    let address =
+        wait_for_registry_pod(cluster, namespace, &name, deadline, poll, on_event).await?;
     Ok((name, address))
 }
 
@@ -1258,8 +1259,15 @@ pub async fn prepare_upgrade(
                 .collect()
         })
         .unwrap_or_default();
-    let current =
-        current_catalog(cluster, namespace, cs_ns, &cs, &package, &current_config_maps).await?;
+    let current = current_catalog(
+        cluster,
+        namespace,
+        cs_ns,
+        &cs,
+        &package,
+        &current_config_maps,
+    )
+    .await?;
     let serving = previous_serving(cluster, cs_ns, &cs).await?;
     let mut notes = vec![format!(
         "bundle {} (version {}) of package {package}, from {}; installed now: {installed}",
