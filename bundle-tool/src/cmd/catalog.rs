@@ -285,134 +285,143 @@ pub async fn run(command: CatalogCommand, g: &GlobalArgs) -> Result<(), CmdError
             let (report, _) = validate_dir(&a.dir, g)?;
             print_report(&report, a.output)
         }
-        CatalogCommand::Check(a) => {
-            let (mut report, cfg) = validate_dir(&a.dir, g)?;
-            for pg in graph::package_graphs(&cfg) {
-                for gap in explain::channel_switch_gaps(&pg) {
-                    report.push(
-                        Finding::warning(
-                            "channel-switch",
-                            format!(
-                                "a Subscription on {} switched to channel {} stays where it is: {} cannot upgrade into {}",
-                                gap.from_channel,
-                                gap.to_channel,
-                                gap.stranded.join(", "),
-                                gap.to_channel
-                            ),
-                        )
-                        .path(validate::object_path(&gap.package, Some(&gap.to_channel), None))
-                        .hint(gap.suggestion),
-                    );
-                }
-            }
-            report.normalize();
-            print_report(&report, a.output)
-        }
-        CatalogCommand::Verify(a) => {
-            let mut dirs = Vec::new();
-            for d in &a.bundles {
-                let found = catalog_dir::find_bundle_dirs(d).map_err(|e| {
-                    CmdError::msg(format!("cannot read {}: {e}", d.display()))
-                        .hint("pass --bundles with the bundle directories the catalog was rendered from (default: ./bundle)")
-                        .hint(BUNDLE_DIRS_HINT)
-                })?;
-                for dir in versioned_instead_of_sdk(d, found)? {
-                    dirs.push(olmkit_bundle::load_bundle_dir(&dir).user_hint(BUNDLE_DIR_HINT)?);
-                }
-            }
-            if dirs.is_empty() {
-                // Verifying nothing must not look like a clean result.
-                return Err(CmdError::msg(format!(
-                    "no bundle directories under {}",
-                    a.bundles
-                        .iter()
-                        .map(|d| d.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-                .hint(BUNDLE_DIRS_HINT));
-            }
-            let report = catalog_dir::verify(&a.catalog_dir, &dirs).map_err(verify_err)?;
-            let text = match a.output {
-                OutputFormat::Text => report.render_text(),
-                OutputFormat::Json => verify_json(&report)?,
-            };
-            print_data(&text).unexpected_err()?;
-            if report.is_clean() {
-                Ok(())
-            } else {
-                Err(CmdError::Reported)
-            }
-        }
-        CatalogCommand::FromBundles(a) => {
-            let t = ImageRefTemplate::parse(&a.image_ref_template).user_err()?;
-            let mode = match a.update_graph {
-                Some(UpdateGraphArg::SemverMode) => catalog_dir::UpdateGraph::SemverMode,
-                Some(UpdateGraphArg::ReplacesMode) => catalog_dir::UpdateGraph::ReplacesMode,
-                None => a
-                    .bundles
-                    .iter()
-                    .find_map(|d| catalog_dir::UpdateGraph::from_ci_yaml(d))
-                    .unwrap_or_default(),
-            };
-            let mut bundles = Vec::new();
-            let mut failed: Vec<String> = Vec::new();
-            for d in &a.bundles {
-                let dirs = catalog_dir::find_bundle_dirs(d).map_err(|e| {
-                    CmdError::msg(format!("cannot read {}: {e}", d.display()))
-                        .hint(BUNDLE_DIRS_HINT)
-                })?;
-                if dirs.is_empty() {
-                    return Err(CmdError::msg(format!(
-                        "{}: no bundle directory (nothing with a manifests/ folder)",
-                        d.display()
-                    ))
-                    .hint(BUNDLE_DIRS_HINT));
-                }
-                for dir in dirs {
-                    // One bad bundle is reported and left out; the others still load, as
-                    // opm renders them one by one.
-                    let b = match olmkit_catalog::render_opm::load_bundle_dir_opm(&dir) {
-                        Ok(b) => b,
-                        Err(e) => {
-                            failed.push(format!("{}: {e}", dir.display()));
-                            continue;
-                        }
-                    };
-                    let image = t.expand(
-                        b.package().unwrap_or(""),
-                        b.csv_name().unwrap_or(""),
-                        b.version().unwrap_or(""),
-                    );
-                    bundles.push((b, image));
-                }
-            }
-            let (cfg, not_rendered) = catalog_dir::catalog_from_bundles_lenient(
-                &bundles,
-                &RenderOptions {
-                    bundle_objects: a.bundle_object,
-                },
-                mode,
+        CatalogCommand::Check(a) => run_check(&a, g),
+        CatalogCommand::Verify(a) => run_verify(&a),
+        CatalogCommand::FromBundles(a) => run_from_bundles(&a),
+    }
+}
+
+/// `catalog check`: `validate`, plus the channel switches that strand a Subscription.
+fn run_check(a: &ValidateArgs, g: &GlobalArgs) -> Result<(), CmdError> {
+    let (mut report, cfg) = validate_dir(&a.dir, g)?;
+    for pg in graph::package_graphs(&cfg) {
+        for gap in explain::channel_switch_gaps(&pg) {
+            report.push(
+                Finding::warning(
+                    "channel-switch",
+                    format!(
+                        "a Subscription on {} switched to channel {} stays where it is: {} cannot upgrade into {}",
+                        gap.from_channel,
+                        gap.to_channel,
+                        gap.stranded.join(", "),
+                        gap.to_channel
+                    ),
+                )
+                .path(validate::object_path(&gap.package, Some(&gap.to_channel), None))
+                .hint(gap.suggestion),
             );
-            failed.extend(
-                not_rendered
-                    .into_iter()
-                    .map(|(dir, e)| format!("{}: {e}", dir.display())),
-            );
-            for f in &failed {
-                eprintln!("warning: left out bundle {f}");
-            }
-            if cfg.bundles.is_empty() {
-                return Err(CmdError::msg(format!(
-                    "no bundle could be loaded ({} failed)",
-                    failed.len()
-                ))
-                .hint(BUNDLE_DIR_HINT));
-            }
-            let text = declcfg::render_config(&cfg, a.output.into()).user_err()?;
-            print_data(&text).unexpected_err()
         }
     }
+    report.normalize();
+    print_report(&report, a.output)
+}
+
+/// `catalog verify`: the catalog against the bundle directories it was rendered from.
+fn run_verify(a: &VerifyArgs) -> Result<(), CmdError> {
+    let mut dirs = Vec::new();
+    for d in &a.bundles {
+        let found = catalog_dir::find_bundle_dirs(d).map_err(|e| {
+            CmdError::msg(format!("cannot read {}: {e}", d.display()))
+                .hint("pass --bundles with the bundle directories the catalog was rendered from (default: ./bundle)")
+                .hint(BUNDLE_DIRS_HINT)
+        })?;
+        for dir in versioned_instead_of_sdk(d, found)? {
+            dirs.push(olmkit_bundle::load_bundle_dir(&dir).user_hint(BUNDLE_DIR_HINT)?);
+        }
+    }
+    if dirs.is_empty() {
+        // Verifying nothing must not look like a clean result.
+        return Err(CmdError::msg(format!(
+            "no bundle directories under {}",
+            a.bundles
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .hint(BUNDLE_DIRS_HINT));
+    }
+    let report = catalog_dir::verify(&a.catalog_dir, &dirs).map_err(verify_err)?;
+    let text = match a.output {
+        OutputFormat::Text => report.render_text(),
+        OutputFormat::Json => verify_json(&report)?,
+    };
+    print_data(&text).unexpected_err()?;
+    if report.is_clean() {
+        Ok(())
+    } else {
+        Err(CmdError::Reported)
+    }
+}
+
+/// `catalog from-bundles`: renders a catalog from bundle directories, leaving out (with a
+/// warning) the bundles that do not load.
+fn run_from_bundles(a: &FromBundlesArgs) -> Result<(), CmdError> {
+    let t = ImageRefTemplate::parse(&a.image_ref_template).user_err()?;
+    let mode = match a.update_graph {
+        Some(UpdateGraphArg::SemverMode) => catalog_dir::UpdateGraph::SemverMode,
+        Some(UpdateGraphArg::ReplacesMode) => catalog_dir::UpdateGraph::ReplacesMode,
+        None => a
+            .bundles
+            .iter()
+            .find_map(|d| catalog_dir::UpdateGraph::from_ci_yaml(d))
+            .unwrap_or_default(),
+    };
+    let mut bundles = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
+    for d in &a.bundles {
+        let dirs = catalog_dir::find_bundle_dirs(d).map_err(|e| {
+            CmdError::msg(format!("cannot read {}: {e}", d.display())).hint(BUNDLE_DIRS_HINT)
+        })?;
+        if dirs.is_empty() {
+            return Err(CmdError::msg(format!(
+                "{}: no bundle directory (nothing with a manifests/ folder)",
+                d.display()
+            ))
+            .hint(BUNDLE_DIRS_HINT));
+        }
+        for dir in dirs {
+            // One bad bundle is reported and left out; the others still load, as
+            // opm renders them one by one.
+            let b = match olmkit_catalog::render_opm::load_bundle_dir_opm(&dir) {
+                Ok(b) => b,
+                Err(e) => {
+                    failed.push(format!("{}: {e}", dir.display()));
+                    continue;
+                }
+            };
+            let image = t.expand(
+                b.package().unwrap_or(""),
+                b.csv_name().unwrap_or(""),
+                b.version().unwrap_or(""),
+            );
+            bundles.push((b, image));
+        }
+    }
+    let (cfg, not_rendered) = catalog_dir::catalog_from_bundles_lenient(
+        &bundles,
+        &RenderOptions {
+            bundle_objects: a.bundle_object,
+        },
+        mode,
+    );
+    failed.extend(
+        not_rendered
+            .into_iter()
+            .map(|(dir, e)| format!("{}: {e}", dir.display())),
+    );
+    for f in &failed {
+        eprintln!("warning: left out bundle {f}");
+    }
+    if cfg.bundles.is_empty() {
+        return Err(CmdError::msg(format!(
+            "no bundle could be loaded ({} failed)",
+            failed.len()
+        ))
+        .hint(BUNDLE_DIR_HINT));
+    }
+    let text = declcfg::render_config(&cfg, a.output.into()).user_err()?;
+    print_data(&text).unexpected_err()
 }
 
 /// Arguments of `bundle-tool catalog index`.

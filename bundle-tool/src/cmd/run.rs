@@ -16,13 +16,15 @@ use olmkit_catalog_server::tonic::transport::Endpoint;
 use olmkit_catalog_server::tonic_health::pb::{
     HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
 };
-use olmkit_cluster::install::{Outcome, WaitSettings};
+use olmkit_cluster::client::Cluster;
+use olmkit_cluster::install::{Event, Outcome, WaitSettings};
 use olmkit_cluster::names::parse_go_duration;
 use olmkit_cluster::run_bundle::bundle::{BundleToRun, LoadRunBundleError};
 use olmkit_cluster::run_bundle::live::{
-    CatalogRevision, Hosted, InstallModeRequest, PodOptions, PreviousServing, RunBundleError,
-    RunRequest, complete_run, complete_upgrade, create_config_maps, created_objects, prepare_run,
-    prepare_upgrade, remove_stale, start_registry_pod,
+    CatalogRevision, Hosted, InstallModeRequest, PodOptions, PreparedRun, PreparedUpgrade,
+    PreviousServing, RunBundleError, RunRequest, complete_run, complete_upgrade,
+    create_config_maps, created_objects, prepare_run, prepare_upgrade, remove_stale,
+    start_registry_pod,
 };
 use olmkit_cluster::run_bundle::manifests::{RegistryServer, ServedBy};
 use olmkit_cluster::run_bundle::{CATALOG_FILE, DEFAULT_INDEX_IMAGE};
@@ -613,6 +615,34 @@ async fn keep_serving(server: LocalServer, address: &str) {
     server.stop().await;
 }
 
+/// Where a command hosts its catalog revision, and until when.
+struct HostSetup<'a> {
+    cluster: &'a Cluster,
+    /// The CatalogSource's namespace.
+    namespace: &'a str,
+    package: &'a str,
+    deadline: Instant,
+    poll: Duration,
+}
+
+/// Serves a revision from this process; OLM connects to `address`.
+async fn host_locally(
+    revision: &CatalogRevision,
+    listen: SocketAddr,
+    address: &str,
+    printer: &mut dyn FnMut(Event<'_>),
+) -> Result<(Hosted, LocalServer), CmdError> {
+    let s = serve_locally(revision, listen).await?;
+    printer(Event::Note(&format!(
+        "serving the catalog from bundle-tool on {listen} (OLM connects to {address})"
+    )));
+    let hosted = Hosted {
+        address: address.to_string(),
+        served_by: ServedBy::Local,
+    };
+    Ok((hosted, s))
+}
+
 /// `run bundle`.
 async fn run_bundle(a: BundleArgs, g: &GlobalArgs) -> Result<(), CmdError> {
     let started = Instant::now();
@@ -642,76 +672,18 @@ async fn run_bundle(a: BundleArgs, g: &GlobalArgs) -> Result<(), CmdError> {
     let bar = spinner(g, "waiting for OLM");
     let mut printer = event_printer(&bar);
     let package = prepared.bundle.package.clone();
-    let mut server = None;
-    let hosted: Result<Hosted, CmdError> = async {
-        // ConfigMaps and pods of an earlier run bundle that failed before its CatalogSource
-        // existed (prepare_run refuses when one does): replaced, not reused.
-        remove_stale(&cluster, &namespace, &package, &[], &mut printer)
-            .await
-            .map_err(run_err)?;
-        create_config_maps(
-            &cluster,
-            &namespace,
-            &package,
-            &prepared.revision,
-            &mut printer,
-        )
-        .await
-        .map_err(run_err)?;
-        match &local {
-            Some((address, listen)) => {
-                let s = serve_locally(&prepared.revision, *listen).await?;
-                printer(olmkit_cluster::install::Event::Note(&format!(
-                    "serving the catalog from bundle-tool on {listen} (OLM connects to {address})"
-                )));
-                server = Some(s);
-                Ok(Hosted {
-                    address: address.clone(),
-                    served_by: ServedBy::Local,
-                })
-            }
-            None => {
-                let server = match a.registry_server {
-                    Some(RegistryServerArg::Opm) => RegistryServer::Opm,
-                    Some(RegistryServerArg::CatalogServer) => RegistryServer::CatalogServer,
-                    None => RegistryServer::for_image(&a.index_image),
-                };
-                let opts = PodOptions {
-                    index_image: a.index_image.clone(),
-                    server,
-                    service_account: a.service_account.clone(),
-                    pull_secret: a.pull_secret_name.clone(),
-                    image_pull_policy: a.image_pull_policy.as_str().into(),
-                };
-                let (pod, address) = start_registry_pod(
-                    &cluster,
-                    &namespace,
-                    &package,
-                    &prepared.catalog_source,
-                    &prepared.revision,
-                    &opts,
-                    a.security_context_config == SecurityContextArg::Restricted,
-                    deadline,
-                    settings.poll_interval,
-                    &mut printer,
-                )
-                .await
-                .map_err(run_err)?;
-                Ok(Hosted {
-                    address,
-                    served_by: ServedBy::RegistryPod {
-                        pod,
-                        image: a.index_image.clone(),
-                    },
-                })
-            }
-        }
-    }
-    .await;
+    let setup = HostSetup {
+        cluster: &cluster,
+        namespace: &namespace,
+        package: &package,
+        deadline,
+        poll: settings.poll_interval,
+    };
+    let hosted = host_run_catalog(&setup, &a, &prepared, local.as_ref(), &mut printer).await;
     let cleanup_hint = format!(
         "remove what run bundle created with bundle-tool cleanup {package} --namespace {namespace}"
     );
-    let hosted = match hosted {
+    let (hosted, server) = match hosted {
         Ok(h) => h,
         Err(e) => {
             bar.finish_and_clear();
@@ -738,18 +710,7 @@ async fn run_bundle(a: BundleArgs, g: &GlobalArgs) -> Result<(), CmdError> {
         }
     };
     if a.output == OutputFormat::Json {
-        let created = created_objects(&prepared, &hosted);
-        print_json(&json!({
-            "package": package,
-            "namespace": namespace,
-            "bundle": prepared.bundle.csv_name,
-            "source": prepared.bundle.source,
-            "catalogSource": prepared.catalog_source,
-            "address": hosted.address,
-            "servedBy": served_by_json(&hosted.served_by),
-            "created": created,
-            "outcome": outcome_json(&outcome),
-        }))?;
+        print_json(&run_json(&prepared, &hosted, &outcome))?;
     }
     let succeeded = matches!(outcome, Outcome::Installed { .. });
     let finished = finish(outcome, "run bundle", &cluster, &namespace, a.output).await;
@@ -775,6 +736,84 @@ async fn run_bundle(a: BundleArgs, g: &GlobalArgs) -> Result<(), CmdError> {
         }
         (None, r) => r.map_err(|e| e.hint(cleanup_hint)),
     }
+}
+
+/// Stores the run's catalog in its ConfigMaps and serves it: from this process
+/// (`--catalog-address`) or from a registry pod. Returns where, and the local server.
+async fn host_run_catalog(
+    h: &HostSetup<'_>,
+    a: &BundleArgs,
+    prepared: &PreparedRun,
+    local: Option<&(String, SocketAddr)>,
+    printer: &mut dyn FnMut(Event<'_>),
+) -> Result<(Hosted, Option<LocalServer>), CmdError> {
+    // ConfigMaps and pods of an earlier run bundle that failed before its CatalogSource
+    // existed (prepare_run refuses when one does): replaced, not reused.
+    remove_stale(h.cluster, h.namespace, h.package, &[], printer)
+        .await
+        .map_err(run_err)?;
+    create_config_maps(
+        h.cluster,
+        h.namespace,
+        h.package,
+        &prepared.revision,
+        printer,
+    )
+    .await
+    .map_err(run_err)?;
+    if let Some((address, listen)) = local {
+        let (hosted, s) = host_locally(&prepared.revision, *listen, address, printer).await?;
+        return Ok((hosted, Some(s)));
+    }
+    let server = match a.registry_server {
+        Some(RegistryServerArg::Opm) => RegistryServer::Opm,
+        Some(RegistryServerArg::CatalogServer) => RegistryServer::CatalogServer,
+        None => RegistryServer::for_image(&a.index_image),
+    };
+    let opts = PodOptions {
+        index_image: a.index_image.clone(),
+        server,
+        service_account: a.service_account.clone(),
+        pull_secret: a.pull_secret_name.clone(),
+        image_pull_policy: a.image_pull_policy.as_str().into(),
+    };
+    let (pod, address) = start_registry_pod(
+        h.cluster,
+        h.namespace,
+        h.package,
+        &prepared.catalog_source,
+        &prepared.revision,
+        &opts,
+        a.security_context_config == SecurityContextArg::Restricted,
+        h.deadline,
+        h.poll,
+        printer,
+    )
+    .await
+    .map_err(run_err)?;
+    let hosted = Hosted {
+        address,
+        served_by: ServedBy::RegistryPod {
+            pod,
+            image: a.index_image.clone(),
+        },
+    };
+    Ok((hosted, None))
+}
+
+/// The `--output json` document of `run bundle`.
+fn run_json(prepared: &PreparedRun, hosted: &Hosted, outcome: &Outcome) -> Value {
+    json!({
+        "package": prepared.bundle.package,
+        "namespace": prepared.namespace,
+        "bundle": prepared.bundle.csv_name,
+        "source": prepared.bundle.source,
+        "catalogSource": prepared.catalog_source,
+        "address": hosted.address,
+        "servedBy": served_by_json(&hosted.served_by),
+        "created": created_objects(prepared, hosted),
+        "outcome": outcome_json(outcome),
+    })
 }
 
 fn served_by_json(s: &ServedBy) -> Value {
@@ -809,108 +848,26 @@ async fn run_upgrade(a: UpgradeArgs, g: &GlobalArgs) -> Result<(), CmdError> {
     let settings = a.wait.settings();
     let bar = spinner(g, "waiting for OLM");
     let mut printer = event_printer(&bar);
-    let mut server = None;
-    let local_address = match &prepared.serving {
-        PreviousServing::Local { address } => Some(address.clone()),
-        PreviousServing::RegistryPod { .. } => None,
+    let local_address = local_address(&prepared, &a).inspect_err(|_| bar.finish_and_clear())?;
+    let setup = HostSetup {
+        cluster: &cluster,
+        namespace: &cs_ns,
+        package: &package,
+        deadline,
+        poll: settings.poll_interval,
     };
-    if local_address.is_none() && (a.listen.is_some() || a.keep_serving) {
-        bar.finish_and_clear();
-        return Err(CmdError::msg(format!(
-            "the catalog of package {package} is served by a registry pod, not by bundle-tool"
-        ))
-        .hint(
-            "drop --listen and --keep-serving (they apply when run bundle had --catalog-address)",
-        ));
-    }
-    let hosted: Result<Option<Hosted>, CmdError> = async {
-        // An upgrade that already put the bundle into the catalog only waits; a locally served
-        // catalog is served again all the same (bundle-tool stopped serving it).
-        let revision_to_serve: Option<CatalogRevision> = match &prepared.revision {
-            Some(r) => Some(r.clone()),
-            None if local_address.is_some() => {
-                let current = current_revision(&cluster, &cs_ns, &prepared).await?;
-                Some(current)
-            }
-            None => None,
-        };
-        let Some(rev) = revision_to_serve else {
-            return Ok(None);
-        };
-        if prepared.revision.is_some() {
-            // What an earlier attempt left (not the revision served now) goes first.
-            let mut keep = prepared.current_config_maps.clone();
-            if let PreviousServing::RegistryPod { pod, .. } = &prepared.serving {
-                keep.push(pod.clone());
-            }
-            remove_stale(&cluster, &cs_ns, &package, &keep, &mut printer)
-                .await
-                .map_err(run_err)?;
-            create_config_maps(&cluster, &cs_ns, &package, &rev, &mut printer)
-                .await
-                .map_err(run_err)?;
-        }
-        match (&prepared.serving, &local_address) {
-            (_, Some(address)) => {
-                let listen = listen_addr(a.listen.as_deref(), address)?;
-                let s = serve_locally(&rev, listen).await?;
-                printer(olmkit_cluster::install::Event::Note(&format!(
-                    "serving the catalog from bundle-tool on {listen} (OLM connects to {address})"
-                )));
-                server = Some(s);
-                Ok(Some(Hosted {
-                    address: address.clone(),
-                    served_by: ServedBy::Local,
-                }))
-            }
-            (
-                PreviousServing::RegistryPod {
-                    options,
-                    restricted,
-                    ..
-                },
-                None,
-            ) => {
-                let mut opts = options.clone();
-                if let Some(sa) = &a.service_account {
-                    opts.service_account = Some(sa.clone());
-                }
-                if let Some(s) = &a.pull_secret_name {
-                    opts.pull_secret = Some(s.clone());
-                }
-                if let Some(p) = a.image_pull_policy {
-                    opts.image_pull_policy = p.as_str().into();
-                }
-                let (pod, address) = start_registry_pod(
-                    &cluster,
-                    &cs_ns,
-                    &package,
-                    &prepared.catalog_source.metadata.name,
-                    &rev,
-                    &opts,
-                    *restricted,
-                    deadline,
-                    settings.poll_interval,
-                    &mut printer,
-                )
-                .await
-                .map_err(run_err)?;
-                Ok(Some(Hosted {
-                    address,
-                    served_by: ServedBy::RegistryPod {
-                        pod,
-                        image: opts.index_image.clone(),
-                    },
-                }))
-            }
-            (PreviousServing::Local { .. }, None) => Ok(None),
-        }
-    }
+    let hosted = host_upgrade_catalog(
+        &setup,
+        &a,
+        &prepared,
+        local_address.as_deref(),
+        &mut printer,
+    )
     .await;
     let cleanup_hint = format!(
         "to start over: bundle-tool cleanup {package} --namespace {namespace}, then bundle-tool run bundle"
     );
-    let hosted = match hosted {
+    let (hosted, server) = match hosted {
         Ok(h) => h,
         Err(e) => {
             bar.finish_and_clear();
@@ -941,18 +898,7 @@ async fn run_upgrade(a: UpgradeArgs, g: &GlobalArgs) -> Result<(), CmdError> {
         }
     };
     if a.output == OutputFormat::Json {
-        print_json(&json!({
-            "package": package,
-            "namespace": namespace,
-            "from": prepared.installed,
-            "bundle": prepared.bundle.csv_name,
-            "source": prepared.bundle.source,
-            "catalogSource": prepared.catalog_source.metadata.name,
-            "catalogRevision": prepared.revision.as_ref().map(|r| r.generation),
-            "address": hosted.as_ref().map(|h| h.address.clone()).or_else(|| non_empty(&prepared.catalog_source.spec.address).map(String::from)),
-            "warnings": prepared.warnings,
-            "outcome": outcome_json(&outcome),
-        }))?;
+        print_json(&upgrade_json(&prepared, hosted.as_ref(), &outcome))?;
     }
     let finished = finish(
         outcome,
@@ -974,6 +920,133 @@ async fn run_upgrade(a: UpgradeArgs, g: &GlobalArgs) -> Result<(), CmdError> {
         }
         (None, r) => r,
     }
+}
+
+/// Where OLM connects to a catalog bundle-tool served (`run bundle --catalog-address`);
+/// `None` for a registry pod, which `--listen` and `--keep-serving` do not apply to.
+fn local_address(prepared: &PreparedUpgrade, a: &UpgradeArgs) -> Result<Option<String>, CmdError> {
+    let local_address = match &prepared.serving {
+        PreviousServing::Local { address } => Some(address.clone()),
+        PreviousServing::RegistryPod { .. } => None,
+    };
+    if local_address.is_none() && (a.listen.is_some() || a.keep_serving) {
+        return Err(CmdError::msg(format!(
+            "the catalog of package {} is served by a registry pod, not by bundle-tool",
+            prepared.bundle.package
+        ))
+        .hint(
+            "drop --listen and --keep-serving (they apply when run bundle had --catalog-address)",
+        ));
+    }
+    Ok(local_address)
+}
+
+/// The `--output json` document of `run bundle-upgrade`.
+fn upgrade_json(prepared: &PreparedUpgrade, hosted: Option<&Hosted>, outcome: &Outcome) -> Value {
+    json!({
+        "package": prepared.bundle.package,
+        "namespace": prepared.namespace,
+        "from": prepared.installed,
+        "bundle": prepared.bundle.csv_name,
+        "source": prepared.bundle.source,
+        "catalogSource": prepared.catalog_source.metadata.name,
+        "catalogRevision": prepared.revision.as_ref().map(|r| r.generation),
+        "address": hosted.map(|h| h.address.clone()).or_else(|| non_empty(&prepared.catalog_source.spec.address).map(String::from)),
+        "warnings": prepared.warnings,
+        "outcome": outcome_json(outcome),
+    })
+}
+
+/// Stores the upgrade's catalog revision and serves it where the run served the last one.
+/// `None` when nothing new is hosted: an upgrade that already put the bundle into the catalog
+/// only waits (a locally served catalog is served again all the same: bundle-tool stopped
+/// serving it).
+async fn host_upgrade_catalog(
+    h: &HostSetup<'_>,
+    a: &UpgradeArgs,
+    prepared: &PreparedUpgrade,
+    local_address: Option<&str>,
+    printer: &mut dyn FnMut(Event<'_>),
+) -> Result<(Option<Hosted>, Option<LocalServer>), CmdError> {
+    let revision_to_serve: Option<CatalogRevision> = match &prepared.revision {
+        Some(r) => Some(r.clone()),
+        None if local_address.is_some() => {
+            let current = current_revision(h.cluster, h.namespace, prepared).await?;
+            Some(current)
+        }
+        None => None,
+    };
+    let Some(rev) = revision_to_serve else {
+        return Ok((None, None));
+    };
+    if prepared.revision.is_some() {
+        // What an earlier attempt left (not the revision served now) goes first.
+        let mut keep = prepared.current_config_maps.clone();
+        if let PreviousServing::RegistryPod { pod, .. } = &prepared.serving {
+            keep.push(pod.clone());
+        }
+        remove_stale(h.cluster, h.namespace, h.package, &keep, printer)
+            .await
+            .map_err(run_err)?;
+        create_config_maps(h.cluster, h.namespace, h.package, &rev, printer)
+            .await
+            .map_err(run_err)?;
+    }
+    match (&prepared.serving, local_address) {
+        (_, Some(address)) => {
+            let listen = listen_addr(a.listen.as_deref(), address)?;
+            let (hosted, s) = host_locally(&rev, listen, address, printer).await?;
+            Ok((Some(hosted), Some(s)))
+        }
+        (
+            PreviousServing::RegistryPod {
+                options,
+                restricted,
+                ..
+            },
+            None,
+        ) => {
+            let opts = upgrade_pod_options(options, a);
+            let (pod, address) = start_registry_pod(
+                h.cluster,
+                h.namespace,
+                h.package,
+                &prepared.catalog_source.metadata.name,
+                &rev,
+                &opts,
+                *restricted,
+                h.deadline,
+                h.poll,
+                printer,
+            )
+            .await
+            .map_err(run_err)?;
+            let hosted = Hosted {
+                address,
+                served_by: ServedBy::RegistryPod {
+                    pod,
+                    image: opts.index_image.clone(),
+                },
+            };
+            Ok((Some(hosted), None))
+        }
+        (PreviousServing::Local { .. }, None) => Ok((None, None)),
+    }
+}
+
+/// The previous registry pod's options, with the flags given to the upgrade.
+fn upgrade_pod_options(previous: &PodOptions, a: &UpgradeArgs) -> PodOptions {
+    let mut opts = previous.clone();
+    if let Some(sa) = &a.service_account {
+        opts.service_account = Some(sa.clone());
+    }
+    if let Some(s) = &a.pull_secret_name {
+        opts.pull_secret = Some(s.clone());
+    }
+    if let Some(p) = a.image_pull_policy {
+        opts.image_pull_policy = p.as_str().into();
+    }
+    opts
 }
 
 /// The revision a CatalogSource serves now (to serve it again locally).

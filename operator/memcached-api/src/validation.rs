@@ -213,6 +213,114 @@ fn resource_problems(spec: &MemcachedSpec, push: &mut impl FnMut(&str, &'static 
     }
 }
 
+/// The memcached settings: item memory, connections and threads within memcached's bounds.
+fn memcached_problems(spec: &MemcachedSpec, push: &mut impl FnMut(&str, &'static str, String)) {
+    let m = &spec.memcached;
+    if m.memory_limit_mib < crate::MIN_MEMORY_LIMIT_MIB
+        || m.memory_limit_mib > crate::MAX_MEMORY_LIMIT_MIB
+    {
+        push(
+            "spec.memcached.memoryLimitMiB",
+            "MemoryTooSmall",
+            format!(
+                "memcached needs at least {} MiB of item memory (at most {}), got {}",
+                crate::MIN_MEMORY_LIMIT_MIB,
+                crate::MAX_MEMORY_LIMIT_MIB,
+                m.memory_limit_mib
+            ),
+        );
+    }
+    if !(1..=65536).contains(&m.max_connections) {
+        push(
+            "spec.memcached.maxConnections",
+            "InvalidMaxConnections",
+            format!(
+                "maxConnections must be between 1 and 65536, got {}",
+                m.max_connections
+            ),
+        );
+    }
+    if !(1..=64).contains(&m.threads) {
+        push(
+            "spec.memcached.threads",
+            "InvalidThreads",
+            format!("threads must be between 1 and 64, got {}", m.threads),
+        );
+    }
+}
+
+/// Extra arguments must not set a flag the operator manages (it would fight the spec).
+fn extra_args_problems(spec: &MemcachedSpec, push: &mut impl FnMut(&str, &'static str, String)) {
+    let m = &spec.memcached;
+    const MANAGED: [&str; 12] = [
+        "-p",
+        "-m",
+        "-c",
+        "-t",
+        "-U",
+        "-l",
+        "--port",
+        "--memory-limit",
+        "--conn-limit",
+        "--threads",
+        "--listen",
+        "--udp-port",
+    ];
+    for (i, a) in m.extra_args.iter().enumerate() {
+        let managed = MANAGED.iter().any(|f| {
+            a == f
+                || (f.starts_with("--") && a.starts_with(&format!("{f}=")))
+                || (f.len() == 2
+                    && !f.starts_with("--")
+                    && a.starts_with(f)
+                    && a.len() > 2
+                    && !a.starts_with("--"))
+        });
+        if managed {
+            push(
+                &format!("spec.memcached.extraArgs[{i}]"),
+                "ManagedFlagOverride",
+                format!("extra argument {a:?} sets a flag the operator manages"),
+            );
+        }
+    }
+}
+
+/// A memory limit must be a quantity and leave memcached the memory its spec needs.
+fn memory_limit_problems(spec: &MemcachedSpec, push: &mut impl FnMut(&str, &'static str, String)) {
+    let m = &spec.memcached;
+    if let Some(limit) = spec
+        .resources
+        .as_ref()
+        .and_then(|r| r.limits.as_ref())
+        .and_then(|l| l.get("memory"))
+    {
+        match parse_memory_quantity(&limit.0) {
+            None => push(
+                "spec.resources.limits.memory",
+                "InvalidResources",
+                format!("memory limit {:?} is not a valid quantity", limit.0),
+            ),
+            Some(bytes) => {
+                let need = derived_memory_limit_mib(spec) as i128 * (1 << 20);
+                if bytes < need {
+                    push(
+                        "spec.resources.limits.memory",
+                        "MemoryTooSmall",
+                        format!(
+                            "memory limit {} is below the {} MiB memcached needs for {} MiB of items and {} connections",
+                            limit.0,
+                            derived_memory_limit_mib(spec),
+                            m.memory_limit_mib,
+                            m.max_connections
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Every problem with `spec`; empty when the operator can act on it.
 pub fn validate_spec(spec: &MemcachedSpec) -> Vec<SpecProblem> {
     let mut problems = Vec::new();
@@ -248,100 +356,9 @@ pub fn validate_spec(spec: &MemcachedSpec) -> Vec<SpecProblem> {
             format!("port must be between 1 and 65535, got {}", spec.port),
         );
     }
-    let m = &spec.memcached;
-    if m.memory_limit_mib < crate::MIN_MEMORY_LIMIT_MIB
-        || m.memory_limit_mib > crate::MAX_MEMORY_LIMIT_MIB
-    {
-        push(
-            "spec.memcached.memoryLimitMiB",
-            "MemoryTooSmall",
-            format!(
-                "memcached needs at least {} MiB of item memory (at most {}), got {}",
-                crate::MIN_MEMORY_LIMIT_MIB,
-                crate::MAX_MEMORY_LIMIT_MIB,
-                m.memory_limit_mib
-            ),
-        );
-    }
-    if !(1..=65536).contains(&m.max_connections) {
-        push(
-            "spec.memcached.maxConnections",
-            "InvalidMaxConnections",
-            format!(
-                "maxConnections must be between 1 and 65536, got {}",
-                m.max_connections
-            ),
-        );
-    }
-    if !(1..=64).contains(&m.threads) {
-        push(
-            "spec.memcached.threads",
-            "InvalidThreads",
-            format!("threads must be between 1 and 64, got {}", m.threads),
-        );
-    }
-    const MANAGED: [&str; 12] = [
-        "-p",
-        "-m",
-        "-c",
-        "-t",
-        "-U",
-        "-l",
-        "--port",
-        "--memory-limit",
-        "--conn-limit",
-        "--threads",
-        "--listen",
-        "--udp-port",
-    ];
-    for (i, a) in m.extra_args.iter().enumerate() {
-        let managed = MANAGED.iter().any(|f| {
-            a == f
-                || (f.starts_with("--") && a.starts_with(&format!("{f}=")))
-                || (f.len() == 2
-                    && !f.starts_with("--")
-                    && a.starts_with(f)
-                    && a.len() > 2
-                    && !a.starts_with("--"))
-        });
-        if managed {
-            push(
-                &format!("spec.memcached.extraArgs[{i}]"),
-                "ManagedFlagOverride",
-                format!("extra argument {a:?} sets a flag the operator manages"),
-            );
-        }
-    }
-    if let Some(limit) = spec
-        .resources
-        .as_ref()
-        .and_then(|r| r.limits.as_ref())
-        .and_then(|l| l.get("memory"))
-    {
-        match parse_memory_quantity(&limit.0) {
-            None => push(
-                "spec.resources.limits.memory",
-                "InvalidResources",
-                format!("memory limit {:?} is not a valid quantity", limit.0),
-            ),
-            Some(bytes) => {
-                let need = derived_memory_limit_mib(spec) as i128 * (1 << 20);
-                if bytes < need {
-                    push(
-                        "spec.resources.limits.memory",
-                        "MemoryTooSmall",
-                        format!(
-                            "memory limit {} is below the {} MiB memcached needs for {} MiB of items and {} connections",
-                            limit.0,
-                            derived_memory_limit_mib(spec),
-                            m.memory_limit_mib,
-                            m.max_connections
-                        ),
-                    );
-                }
-            }
-        }
-    }
+    memcached_problems(spec, &mut push);
+    extra_args_problems(spec, &mut push);
+    memory_limit_problems(spec, &mut push);
     resource_problems(spec, &mut push);
     problems
 }

@@ -5,6 +5,7 @@
 //! follow the Kubernetes conventions (`metav1.Condition`): `lastTransitionTime` changes only when
 //! a condition's status flips, `observedGeneration` is the generation the condition describes.
 
+use k8s_openapi::api::apps::v1::DeploymentCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use memcached_api::v1::{Memcached, MemcachedStatus};
@@ -120,7 +121,7 @@ pub fn failing_pods(pods: &[&CachedPod]) -> Vec<String> {
 fn deployment_condition<'a>(
     d: &'a CachedDeployment,
     type_: &str,
-) -> Option<&'a k8s_openapi::api::apps::v1::DeploymentCondition> {
+) -> Option<&'a DeploymentCondition> {
     d.status
         .as_ref()?
         .conditions
@@ -147,6 +148,76 @@ fn want(type_: &'static str, status: bool, reason: &str, message: impl Into<Stri
     }
 }
 
+/// What the Deployment's status says about the rollout, read once for the three conditions.
+struct Rollout<'a> {
+    name: &'a str,
+    desired: i32,
+    /// The Deployment exists.
+    exists: bool,
+    available: i32,
+    updated: i32,
+    current: i32,
+    /// `metadata.generation` and `status.observedGeneration`: the controller has not seen the
+    /// latest spec while the second is behind.
+    generation: i64,
+    observed_generation: i64,
+    deadline_exceeded: Option<&'a DeploymentCondition>,
+    replica_failure: Option<&'a DeploymentCondition>,
+    failing: Vec<String>,
+    /// What stops the operator from rolling the spec out: (reason, message).
+    blocked: Option<(&'a str, String)>,
+}
+
+impl<'a> Rollout<'a> {
+    fn of(
+        mc: &'a Memcached,
+        observed: &'a Observed<'_>,
+        spec_problems: &[SpecProblem],
+        apply_problem: Option<&'a ApplyProblem>,
+    ) -> Self {
+        let dep = observed.deployment;
+        let st = dep.and_then(|d| d.status.as_ref());
+        // What stops the operator from rolling the spec out: a bad spec, or an object it may
+        // not or cannot apply.
+        let blocked: Option<(&str, String)> = if !spec_problems.is_empty() {
+            Some((
+                "InvalidSpec",
+                "changes are not rolled out until the spec is fixed".to_string(),
+            ))
+        } else {
+            apply_problem.map(|p| {
+                (
+                    p.reason,
+                    format!("changes are not rolled out: {}", p.message),
+                )
+            })
+        };
+        Self {
+            name: mc.metadata.name.as_deref().unwrap_or_default(),
+            desired: mc.spec.replicas,
+            exists: dep.is_some(),
+            available: st
+                .and_then(|s| s.available_replicas.or(s.ready_replicas))
+                .unwrap_or(0),
+            updated: st.and_then(|s| s.updated_replicas).unwrap_or(0),
+            current: st.and_then(|s| s.replicas).unwrap_or(0),
+            generation: dep.and_then(|d| d.metadata.generation).unwrap_or(0),
+            observed_generation: st.and_then(|s| s.observed_generation).unwrap_or(0),
+            deadline_exceeded: dep
+                .and_then(|d| deployment_condition(d, "Progressing"))
+                .filter(|c| {
+                    c.status.as_deref() == Some("False")
+                        && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
+                }),
+            replica_failure: dep
+                .and_then(|d| deployment_condition(d, "ReplicaFailure"))
+                .filter(|c| c.status.as_deref() == Some("True")),
+            failing: failing_pods(&observed.pods),
+            blocked,
+        }
+    }
+}
+
 /// The three conditions, ignoring time.
 fn wanted_conditions(
     mc: &Memcached,
@@ -154,47 +225,25 @@ fn wanted_conditions(
     spec_problems: &[SpecProblem],
     apply_problem: Option<&ApplyProblem>,
 ) -> [Want; 3] {
-    let desired = mc.spec.replicas;
-    let name = mc.metadata.name.as_deref().unwrap_or_default();
-    let dep = observed.deployment;
-    let st = dep.and_then(|d| d.status.as_ref());
-    let available = st
-        .and_then(|s| s.available_replicas.or(s.ready_replicas))
-        .unwrap_or(0);
-    let updated = st.and_then(|s| s.updated_replicas).unwrap_or(0);
-    let current = st.and_then(|s| s.replicas).unwrap_or(0);
-    let dep_generation = dep.and_then(|d| d.metadata.generation).unwrap_or(0);
-    let dep_observed = st.and_then(|s| s.observed_generation).unwrap_or(0);
-    let deadline_exceeded = dep
-        .and_then(|d| deployment_condition(d, "Progressing"))
-        .filter(|c| {
-            c.status.as_deref() == Some("False")
-                && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
-        });
-    let replica_failure = dep
-        .and_then(|d| deployment_condition(d, "ReplicaFailure"))
-        .filter(|c| c.status.as_deref() == Some("True"));
-    let failing = failing_pods(&observed.pods);
+    let r = Rollout::of(mc, observed, spec_problems, apply_problem);
+    [
+        available_condition(&r),
+        progressing_condition(&r),
+        degraded_condition(&r, spec_problems, apply_problem),
+    ]
+}
 
-    // What stops the operator from rolling the spec out: a bad spec, or an object it may not
-    // or cannot apply.
-    let blocked: Option<(&str, String)> = if !spec_problems.is_empty() {
-        Some((
-            "InvalidSpec",
-            "changes are not rolled out until the spec is fixed".to_string(),
-        ))
-    } else {
-        apply_problem.map(|p| {
-            (
-                p.reason,
-                format!("changes are not rolled out: {}", p.message),
-            )
-        })
-    };
-
-    let available_c = match dep {
-        None if blocked.is_some() => {
-            let (reason, message) = blocked.clone().unwrap_or_default();
+/// `Available`: enough memcached pods serve.
+fn available_condition(r: &Rollout<'_>) -> Want {
+    let Rollout {
+        name,
+        desired,
+        available,
+        ..
+    } = *r;
+    match r.exists {
+        false if r.blocked.is_some() => {
+            let (reason, message) = r.blocked.clone().unwrap_or_default();
             want(
                 AVAILABLE,
                 false,
@@ -202,55 +251,66 @@ fn wanted_conditions(
                 format!("Deployment {name} does not run: {message}"),
             )
         }
-        None => want(
+        false => want(
             AVAILABLE,
             false,
             "DeploymentNotFound",
             format!("Deployment {name} does not exist yet"),
         ),
-        Some(_) if desired == 0 => want(
+        true if desired == 0 => want(
             AVAILABLE,
             false,
             "ScaledToZero",
             "spec.replicas is 0, no memcached pod runs",
         ),
-        Some(_) if available >= desired => want(
+        true if available >= desired => want(
             AVAILABLE,
             true,
             "AllReplicasAvailable",
             format!("{available}/{desired} memcached pods are available"),
         ),
-        Some(_) if available > 0 => want(
+        true if available > 0 => want(
             AVAILABLE,
             true,
             "PartiallyAvailable",
             format!("{available}/{desired} memcached pods are available"),
         ),
-        Some(_) => want(
+        true => want(
             AVAILABLE,
             false,
             "NoReplicasAvailable",
             format!("0/{desired} memcached pods are available"),
         ),
-    };
+    }
+}
 
-    let progressing_c = if let Some((reason, message)) = blocked {
+/// `Progressing`: the spec is being rolled out (or cannot be).
+fn progressing_condition(r: &Rollout<'_>) -> Want {
+    let Rollout {
+        name,
+        desired,
+        available,
+        updated,
+        current,
+        ..
+    } = *r;
+    if let Some((reason, message)) = r.blocked.clone() {
         want(PROGRESSING, false, reason, message)
-    } else if let Some(c) = deadline_exceeded {
+    } else if let Some(c) = r.deadline_exceeded {
         want(
             PROGRESSING,
             false,
             "ProgressDeadlineExceeded",
             c.message.clone().unwrap_or_default(),
         )
-    } else if dep.is_none() {
+    } else if !r.exists {
         want(
             PROGRESSING,
             true,
             "Creating",
             format!("creating Deployment {name}"),
         )
-    } else if dep_observed < dep_generation
+    } else if r.observed_generation < r.generation
         || updated < desired
         || current != desired
         || available < desired
@@ -270,9 +330,16 @@ fn wanted_conditions(
             "RolloutComplete",
             format!("Deployment {name} runs {desired} up-to-date pods"),
         )
-    };
+    }
+}
 
-    let degraded_c = if let Some(first) = spec_problems.first() {
+/// `Degraded`: something is wrong, the most telling problem first.
+fn degraded_condition(
+    r: &Rollout<'_>,
+    spec_problems: &[SpecProblem],
+    apply_problem: Option<&ApplyProblem>,
+) -> Want {
+    if let Some(first) = spec_problems.first() {
         let message = spec_problems
             .iter()
             .map(|p| format!("{}: {}", p.field, p.message))
@@ -281,15 +348,15 @@ fn wanted_conditions(
         want(DEGRADED, true, first.reason, message)
     } else if let Some(p) = apply_problem {
         want(DEGRADED, true, p.reason, p.message.clone())
-    } else if !failing.is_empty() {
-        let shown: Vec<_> = failing.iter().take(3).cloned().collect();
-        let more = failing.len().saturating_sub(shown.len());
+    } else if !r.failing.is_empty() {
+        let shown: Vec<_> = r.failing.iter().take(3).cloned().collect();
+        let more = r.failing.len().saturating_sub(shown.len());
         let mut message = shown.join("; ");
         if more > 0 {
             message.push_str(&format!("; and {more} more"));
         }
         want(DEGRADED, true, "PodsFailing", message)
-    } else if let Some(c) = deadline_exceeded {
+    } else if let Some(c) = r.deadline_exceeded {
         // After failing pods: the pod reason (CrashLoopBackOff...) says more than the deadline.
         want(
             DEGRADED,
@@ -297,7 +364,7 @@ fn wanted_conditions(
             "ProgressDeadlineExceeded",
             c.message.clone().unwrap_or_default(),
         )
-    } else if let Some(c) = replica_failure {
+    } else if let Some(c) = r.replica_failure {
         want(
             DEGRADED,
             true,
@@ -306,9 +373,7 @@ fn wanted_conditions(
         )
     } else {
         want(DEGRADED, false, "AsExpected", "no problem found")
-    };
-
-    [available_c, progressing_c, degraded_c]
+    }
 }
 
 fn to_condition(w: Want, generation: Option<i64>, previous: &[Condition], now: &Time) -> Condition {

@@ -225,153 +225,180 @@ impl RegistryClient {
         query: &Query,
         mut each: impl FnMut(Message) -> Result<(), E>,
     ) -> Result<Result<usize, E>, ClientError> {
-        let method = query.method();
-        let timeout = self.timeout;
-        let status = |s: tonic::Status| ClientError::Status {
-            method,
-            code: s.code(),
-            message: s.message().to_string(),
+        let call = Call {
+            method: query.method(),
+            timeout: self.timeout,
         };
-        let deadline = |_| ClientError::Timeout { method, timeout };
-        macro_rules! unary {
-            ($call:expr, $wrap:expr) => {{
-                let answer = tokio::time::timeout(timeout, $call)
-                    .await
-                    .map_err(deadline)?
-                    .map_err(status)?
-                    .into_inner();
-                Ok(each($wrap(answer)).map(|()| 1))
-            }};
-        }
-        macro_rules! stream {
-            ($call:expr, $wrap:expr) => {{
-                let mut s = tokio::time::timeout(timeout, $call)
-                    .await
-                    .map_err(deadline)?
-                    .map_err(status)?
-                    .into_inner();
-                let mut n = 0;
-                loop {
-                    let next = tokio::time::timeout(timeout, s.next())
-                        .await
-                        .map_err(deadline)?;
-                    match next {
-                        None => break,
-                        Some(m) => {
-                            if let Err(e) = each($wrap(m.map_err(status)?)) {
-                                return Ok(Err(e));
-                            }
-                            n += 1;
-                        }
-                    }
-                }
-                Ok(Ok(n))
-            }};
-        }
+        let each = &mut each;
         let r = &mut self.registry;
-        let gvk = |g: &Gvk| {
-            (
-                g.group.clone(),
-                g.version.clone(),
-                g.kind.clone(),
-                g.plural.clone(),
-            )
-        };
         match query {
-            Query::ListPackages => stream!(
-                r.list_packages(pb::ListPackageRequest {}),
-                Message::PackageName
-            ),
-            Query::GetPackage { name } => unary!(
-                r.get_package(pb::GetPackageRequest { name: name.clone() }),
-                Message::Package
-            ),
+            Query::ListPackages => {
+                let answers = r.list_packages(pb::ListPackageRequest {});
+                call.stream(answers, Message::PackageName, each).await
+            }
+            Query::GetPackage { name } => {
+                let answer = r.get_package(pb::GetPackageRequest { name: name.clone() });
+                call.unary(answer, Message::Package, each).await
+            }
             Query::GetBundle {
                 package,
                 channel,
                 csv_name,
-            } => unary!(
-                r.get_bundle(pb::GetBundleRequest {
+            } => {
+                let answer = r.get_bundle(pb::GetBundleRequest {
                     pkg_name: package.clone(),
                     channel_name: channel.clone(),
                     csv_name: csv_name.clone(),
-                }),
-                |b| Message::Bundle(Box::new(b))
-            ),
+                });
+                call.unary(answer, bundle_message, each).await
+            }
             #[allow(deprecated)]
-            Query::GetBundleForChannel { package, channel } => unary!(
-                r.get_bundle_for_channel(pb::GetBundleInChannelRequest {
+            Query::GetBundleForChannel { package, channel } => {
+                let answer = r.get_bundle_for_channel(pb::GetBundleInChannelRequest {
                     pkg_name: package.clone(),
                     channel_name: channel.clone(),
-                }),
-                |b| Message::Bundle(Box::new(b))
-            ),
-            Query::GetChannelEntriesThatReplace { csv_name } => stream!(
-                r.get_channel_entries_that_replace(pb::GetAllReplacementsRequest {
+                });
+                call.unary(answer, bundle_message, each).await
+            }
+            Query::GetChannelEntriesThatReplace { csv_name } => {
+                let answers = r.get_channel_entries_that_replace(pb::GetAllReplacementsRequest {
                     csv_name: csv_name.clone(),
-                }),
-                Message::ChannelEntry
-            ),
+                });
+                call.stream(answers, Message::ChannelEntry, each).await
+            }
             Query::GetBundleThatReplaces {
                 csv_name,
                 package,
                 channel,
-            } => unary!(
-                r.get_bundle_that_replaces(pb::GetReplacementRequest {
+            } => {
+                let answer = r.get_bundle_that_replaces(pb::GetReplacementRequest {
                     csv_name: csv_name.clone(),
                     pkg_name: package.clone(),
                     channel_name: channel.clone(),
-                }),
-                |b| Message::Bundle(Box::new(b))
-            ),
+                });
+                call.unary(answer, bundle_message, each).await
+            }
             Query::GetChannelEntriesThatProvide(g) => {
-                let (group, version, kind, plural) = gvk(g);
-                stream!(
-                    r.get_channel_entries_that_provide(pb::GetAllProvidersRequest {
-                        group,
-                        version,
-                        kind,
-                        plural,
-                    }),
-                    Message::ChannelEntry
-                )
+                let answers =
+                    r.get_channel_entries_that_provide(pb::GetAllProvidersRequest::from(g));
+                call.stream(answers, Message::ChannelEntry, each).await
             }
             Query::GetLatestChannelEntriesThatProvide(g) => {
-                let (group, version, kind, plural) = gvk(g);
-                stream!(
-                    r.get_latest_channel_entries_that_provide(pb::GetLatestProvidersRequest {
-                        group,
-                        version,
-                        kind,
-                        plural,
-                    }),
-                    Message::ChannelEntry
-                )
+                let answers = r.get_latest_channel_entries_that_provide(
+                    pb::GetLatestProvidersRequest::from(g),
+                );
+                call.stream(answers, Message::ChannelEntry, each).await
             }
             Query::GetDefaultBundleThatProvides(g) => {
-                let (group, version, kind, plural) = gvk(g);
-                unary!(
-                    r.get_default_bundle_that_provides(pb::GetDefaultProviderRequest {
-                        group,
-                        version,
-                        kind,
-                        plural,
-                    }),
-                    |b| Message::Bundle(Box::new(b))
-                )
+                let answer =
+                    r.get_default_bundle_that_provides(pb::GetDefaultProviderRequest::from(g));
+                call.unary(answer, bundle_message, each).await
             }
-            Query::ListBundles => stream!(r.list_bundles(pb::ListBundlesRequest {}), |b| {
-                Message::Bundle(Box::new(b))
-            }),
-            Query::Health => unary!(
-                self.health.check(HealthCheckRequest {
+            Query::ListBundles => {
+                let answers = r.list_bundles(pb::ListBundlesRequest {});
+                call.stream(answers, bundle_message, each).await
+            }
+            Query::Health => {
+                let answer = self.health.check(HealthCheckRequest {
                     service: String::new(),
-                }),
-                |h: tonic_health::pb::HealthCheckResponse| Message::Health(
-                    h.status().as_str_name().to_string()
-                )
-            ),
+                });
+                call.unary(answer, health_message, each).await
+            }
         }
+    }
+}
+
+fn bundle_message(b: pb::Bundle) -> Message {
+    Message::Bundle(Box::new(b))
+}
+
+fn health_message(h: tonic_health::pb::HealthCheckResponse) -> Message {
+    Message::Health(h.status().as_str_name().to_string())
+}
+
+/// The provider requests name a GVK the same way.
+macro_rules! from_gvk {
+    ($($request:ty),*) => {$(
+        impl From<&Gvk> for $request {
+            fn from(g: &Gvk) -> Self {
+                Self {
+                    group: g.group.clone(),
+                    version: g.version.clone(),
+                    kind: g.kind.clone(),
+                    plural: g.plural.clone(),
+                }
+            }
+        }
+    )*};
+}
+from_gvk!(
+    pb::GetAllProvidersRequest,
+    pb::GetLatestProvidersRequest,
+    pb::GetDefaultProviderRequest
+);
+
+/// One RPC being run: its name (for errors) and how long each answer may take.
+#[derive(Clone, Copy)]
+struct Call {
+    method: &'static str,
+    timeout: Duration,
+}
+
+impl Call {
+    fn status(self, s: tonic::Status) -> ClientError {
+        ClientError::Status {
+            method: self.method,
+            code: s.code(),
+            message: s.message().to_string(),
+        }
+    }
+
+    fn deadline(self) -> ClientError {
+        ClientError::Timeout {
+            method: self.method,
+            timeout: self.timeout,
+        }
+    }
+
+    /// Runs a unary RPC: one answer.
+    async fn unary<T, E>(
+        self,
+        call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+        wrap: impl FnOnce(T) -> Message,
+        each: &mut impl FnMut(Message) -> Result<(), E>,
+    ) -> Result<Result<usize, E>, ClientError> {
+        let answer = tokio::time::timeout(self.timeout, call)
+            .await
+            .map_err(|_| self.deadline())?
+            .map_err(|s| self.status(s))?
+            .into_inner();
+        Ok(each(wrap(answer)).map(|()| 1))
+    }
+
+    /// Runs a server-streaming RPC, each answer within the timeout; stops at the first answer
+    /// `each` refuses.
+    async fn stream<T, E>(
+        self,
+        call: impl Future<Output = Result<tonic::Response<tonic::Streaming<T>>, tonic::Status>>,
+        wrap: impl Fn(T) -> Message,
+        each: &mut impl FnMut(Message) -> Result<(), E>,
+    ) -> Result<Result<usize, E>, ClientError> {
+        let mut s = tokio::time::timeout(self.timeout, call)
+            .await
+            .map_err(|_| self.deadline())?
+            .map_err(|st| self.status(st))?
+            .into_inner();
+        let mut n = 0;
+        while let Some(m) = tokio::time::timeout(self.timeout, s.next())
+            .await
+            .map_err(|_| self.deadline())?
+        {
+            if let Err(e) = each(wrap(m.map_err(|st| self.status(st))?)) {
+                return Ok(Err(e));
+            }
+            n += 1;
+        }
+        Ok(Ok(n))
     }
 }
 

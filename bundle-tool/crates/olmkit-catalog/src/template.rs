@@ -251,6 +251,31 @@ pub fn parse_semver(file: &str, doc: &Value) -> Result<SemverTemplate, RenderTem
             "readFile: input file has unknown schema, should be {SCHEMA_SEMVER:?}"
         )));
     }
+    let options = semver_options(obj, &invalid)?;
+    let mut bundles = BTreeMap::new();
+    for arch in [Archetype::Candidate, Archetype::Fast, Archetype::Stable] {
+        let Some(ch) = field(obj, arch.as_str()) else {
+            continue;
+        };
+        let ch_obj = ch
+            .as_object()
+            .ok_or_else(|| invalid(format!("{}: expected an object", arch.as_str())))?;
+        for k in ch_obj.keys() {
+            if !k.eq_ignore_ascii_case("bundles") {
+                return Err(invalid(format!("json: unknown field {k:?}")));
+            }
+        }
+        bundles.insert(arch, archetype_images(ch_obj, arch, &invalid)?);
+    }
+    Ok(SemverTemplate { options, bundles })
+}
+
+/// The channel options of an `olm.semver` template: which channels to generate (minor ones
+/// when neither is asked for, as opm does) and which kind the default channel is.
+fn semver_options(
+    obj: &Map<String, Value>,
+    invalid: &impl Fn(String) -> RenderTemplateError,
+) -> Result<SemverOptions, RenderTemplateError> {
     let flag = |name: &str| -> Result<bool, RenderTemplateError> {
         match field(obj, name) {
             None | Some(Value::Null) => Ok(false),
@@ -300,55 +325,44 @@ pub fn parse_semver(file: &str, doc: &Value) -> Result<SemverTemplate, RenderTem
             )));
         }
     };
-    let mut bundles = BTreeMap::new();
-    for arch in [Archetype::Candidate, Archetype::Fast, Archetype::Stable] {
-        let Some(ch) = field(obj, arch.as_str()) else {
-            continue;
-        };
-        let ch_obj = ch
-            .as_object()
-            .ok_or_else(|| invalid(format!("{}: expected an object", arch.as_str())))?;
-        for k in ch_obj.keys() {
-            if !k.eq_ignore_ascii_case("bundles") {
+    Ok(SemverOptions {
+        generate_major,
+        generate_minor,
+        default_preference,
+    })
+}
+
+/// The bundle images of one archetype (`candidate`, `fast`, `stable`), in file order.
+fn archetype_images(
+    ch_obj: &Map<String, Value>,
+    arch: Archetype,
+    invalid: &impl Fn(String) -> RenderTemplateError,
+) -> Result<Vec<String>, RenderTemplateError> {
+    let mut images = Vec::new();
+    for (i, b) in field(ch_obj, "bundles")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let b_obj = b.as_object().ok_or_else(|| {
+            invalid(format!(
+                "{}.bundles[{i}]: expected an object",
+                arch.as_str()
+            ))
+        })?;
+        for k in b_obj.keys() {
+            if !k.eq_ignore_ascii_case("image") {
                 return Err(invalid(format!("json: unknown field {k:?}")));
             }
         }
-        let mut images = Vec::new();
-        for (i, b) in field(ch_obj, "bundles")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let b_obj = b.as_object().ok_or_else(|| {
-                invalid(format!(
-                    "{}.bundles[{i}]: expected an object",
-                    arch.as_str()
-                ))
-            })?;
-            for k in b_obj.keys() {
-                if !k.eq_ignore_ascii_case("image") {
-                    return Err(invalid(format!("json: unknown field {k:?}")));
-                }
-            }
-            let img = field(b_obj, "image")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .ok_or_else(|| {
-                    invalid(format!("{}.bundles[{i}].image must be set", arch.as_str()))
-                })?;
-            images.push(img.to_string());
-        }
-        bundles.insert(arch, images);
+        let img = field(b_obj, "image")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| invalid(format!("{}.bundles[{i}].image must be set", arch.as_str())))?;
+        images.push(img.to_string());
     }
-    Ok(SemverTemplate {
-        options: SemverOptions {
-            generate_major,
-            generate_minor,
-            default_preference,
-        },
-        bundles,
-    })
+    Ok(images)
 }
 
 fn minor_key(v: &Version) -> (u64, u64) {

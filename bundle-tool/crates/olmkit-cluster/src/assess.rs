@@ -569,75 +569,14 @@ pub fn assess(goal: &Goal, baseline: &Baseline, s: &Snapshot, stop_at_approval: 
 pub fn describe(s: &Snapshot) -> Vec<(String, String)> {
     let mut out = Vec::new();
     if let Some(cs) = &s.catalog_source {
-        let key = format!(
-            "CatalogSource {}/{}",
-            cs.metadata.namespace, cs.metadata.name
-        );
-        let state = match cs.connection() {
-            "" if !cs.spec.address.is_empty() => {
-                format!("waiting for OLM to connect to {}", cs.spec.address)
-            }
-            "" => "waiting for OLM to start the catalog pod".to_string(),
-            st => st.to_string(),
-        };
-        let mut line = format!("{key}: {state}");
-        if !cs.status.message.is_empty() {
-            line.push_str(&format!(" ({})", cs.status.message));
-        }
-        out.push((key, line));
+        out.push(catalog_source_line(cs));
     }
     match &s.subscription {
         None => out.push((
             "Subscription".into(),
             "Subscription: not created yet".into(),
         )),
-        Some(sub) => {
-            let key = format!("Subscription {}", sub_ref(sub));
-            let st = &sub.status;
-            let mut parts = Vec::new();
-            if st.state.is_empty() {
-                parts.push("resolving".to_string());
-            } else {
-                parts.push(st.state.clone());
-            }
-            if !st.installed_csv.is_empty() {
-                parts.push(format!("installed {}", st.installed_csv));
-            }
-            if !st.current_csv.is_empty() && st.current_csv != st.installed_csv {
-                parts.push(format!("upgrading to {}", st.current_csv));
-            }
-            for c in &st.conditions {
-                let notable = matches!(
-                    c.type_.as_str(),
-                    "ResolutionFailed"
-                        | "CatalogSourcesUnhealthy"
-                        | "BundleUnpacking"
-                        | "BundleUnpackFailed"
-                        | "InstallPlanPending"
-                        | "InstallPlanFailed"
-                        | "InstallPlanMissing"
-                        | "Deprecated"
-                );
-                if notable && c.is_true() {
-                    let mut p = c.type_.clone();
-                    if !c.reason.is_empty() {
-                        p.push_str(&format!(" ({})", c.reason));
-                    }
-                    if c.type_ == "ResolutionFailed"
-                        && c.reason == "ConstraintsNotSatisfiable"
-                        && let Some(old) = replacement_leftover(c, s)
-                    {
-                        p.push_str(&format!(
-                            ": about {old}, which is being replaced (OLM sets this during a replacement; not a failure)"
-                        ));
-                    } else if !c.message.is_empty() && c.type_ != "InstallPlanPending" {
-                        p.push_str(&format!(": {}", c.message));
-                    }
-                    parts.push(p);
-                }
-            }
-            out.push((key.clone(), format!("{key}: {}", parts.join(", "))));
-        }
+        Some(sub) => out.push(subscription_line(sub, s)),
     }
     // OperatorGroups only matter when there are several (or OLM says so).
     let groups = s.operator_groups.as_deref().unwrap_or_default();
@@ -654,22 +593,7 @@ pub fn describe(s: &Snapshot) -> Vec<(String, String)> {
         out.push((key, line));
     }
     if let Some(ip) = &s.install_plan {
-        let key = format!("InstallPlan {}/{}", ip.metadata.namespace, ip.metadata.name);
-        let phase = if ip.status.phase.is_empty() {
-            "Planning"
-        } else {
-            &ip.status.phase
-        };
-        let mut line = format!(
-            "{key}: {phase} ({})",
-            ip.spec.cluster_service_version_names.join(", ")
-        );
-        if ip.awaits_approval() {
-            line.push_str(", waiting for approval");
-        } else if ip.status.phase == "RequiresApproval" && ip.spec.approved {
-            line.push_str(", approved");
-        }
-        out.push((key, line));
+        out.push(install_plan_line(ip));
     }
     // Every CSV of the namespace when listed (the replaced one too), else the current one.
     let csvs: Vec<&Csv> = if s.csvs.is_empty() {
@@ -677,26 +601,119 @@ pub fn describe(s: &Snapshot) -> Vec<(String, String)> {
     } else {
         s.csvs.iter().collect()
     };
-    for csv in csvs {
-        let key = format!(
-            "ClusterServiceVersion {}/{}",
-            csv.metadata.namespace, csv.metadata.name
-        );
-        let phase = if csv.status.phase.is_empty() {
-            "(no phase yet)"
-        } else {
-            &csv.status.phase
-        };
-        let mut line = format!("{key}: {phase}");
-        if !csv.status.reason.is_empty() {
-            line.push_str(&format!(" ({})", csv.status.reason));
-        }
-        if !csv.status.message.is_empty() && csv.status.phase != "Succeeded" {
-            line.push_str(&format!(": {}", csv.status.message));
-        }
-        out.push((key, line));
-    }
+    out.extend(csvs.into_iter().map(csv_line));
     out
+}
+
+/// The progress line of the CatalogSource: its connection state.
+fn catalog_source_line(cs: &CatalogSource) -> (String, String) {
+    let key = format!(
+        "CatalogSource {}/{}",
+        cs.metadata.namespace, cs.metadata.name
+    );
+    let state = match cs.connection() {
+        "" if !cs.spec.address.is_empty() => {
+            format!("waiting for OLM to connect to {}", cs.spec.address)
+        }
+        "" => "waiting for OLM to start the catalog pod".to_string(),
+        st => st.to_string(),
+    };
+    let mut line = format!("{key}: {state}");
+    if !cs.status.message.is_empty() {
+        line.push_str(&format!(" ({})", cs.status.message));
+    }
+    (key, line)
+}
+
+/// The progress line of the Subscription: its state, CSVs and notable conditions.
+fn subscription_line(sub: &Subscription, s: &Snapshot) -> (String, String) {
+    let key = format!("Subscription {}", sub_ref(sub));
+    let st = &sub.status;
+    let mut parts = Vec::new();
+    if st.state.is_empty() {
+        parts.push("resolving".to_string());
+    } else {
+        parts.push(st.state.clone());
+    }
+    if !st.installed_csv.is_empty() {
+        parts.push(format!("installed {}", st.installed_csv));
+    }
+    if !st.current_csv.is_empty() && st.current_csv != st.installed_csv {
+        parts.push(format!("upgrading to {}", st.current_csv));
+    }
+    for c in &st.conditions {
+        let notable = matches!(
+            c.type_.as_str(),
+            "ResolutionFailed"
+                | "CatalogSourcesUnhealthy"
+                | "BundleUnpacking"
+                | "BundleUnpackFailed"
+                | "InstallPlanPending"
+                | "InstallPlanFailed"
+                | "InstallPlanMissing"
+                | "Deprecated"
+        );
+        if notable && c.is_true() {
+            let mut p = c.type_.clone();
+            if !c.reason.is_empty() {
+                p.push_str(&format!(" ({})", c.reason));
+            }
+            if c.type_ == "ResolutionFailed"
+                && c.reason == "ConstraintsNotSatisfiable"
+                && let Some(old) = replacement_leftover(c, s)
+            {
+                p.push_str(&format!(
+                    ": about {old}, which is being replaced (OLM sets this during a replacement; not a failure)"
+                ));
+            } else if !c.message.is_empty() && c.type_ != "InstallPlanPending" {
+                p.push_str(&format!(": {}", c.message));
+            }
+            parts.push(p);
+        }
+    }
+    let line = format!("{key}: {}", parts.join(", "));
+    (key, line)
+}
+
+/// The progress line of the InstallPlan: its phase, CSVs and approval.
+fn install_plan_line(ip: &InstallPlan) -> (String, String) {
+    let key = format!("InstallPlan {}/{}", ip.metadata.namespace, ip.metadata.name);
+    let phase = if ip.status.phase.is_empty() {
+        "Planning"
+    } else {
+        &ip.status.phase
+    };
+    let mut line = format!(
+        "{key}: {phase} ({})",
+        ip.spec.cluster_service_version_names.join(", ")
+    );
+    if ip.awaits_approval() {
+        line.push_str(", waiting for approval");
+    } else if ip.status.phase == "RequiresApproval" && ip.spec.approved {
+        line.push_str(", approved");
+    }
+    (key, line)
+}
+
+/// The progress line of a CSV: its phase, reason and (until it succeeds) message.
+fn csv_line(csv: &Csv) -> (String, String) {
+    let key = format!(
+        "ClusterServiceVersion {}/{}",
+        csv.metadata.namespace, csv.metadata.name
+    );
+    let phase = if csv.status.phase.is_empty() {
+        "(no phase yet)"
+    } else {
+        &csv.status.phase
+    };
+    let mut line = format!("{key}: {phase}");
+    if !csv.status.reason.is_empty() {
+        line.push_str(&format!(" ({})", csv.status.reason));
+    }
+    if !csv.status.message.is_empty() && csv.status.phase != "Succeeded" {
+        line.push_str(&format!(": {}", csv.status.message));
+    }
+    (key, line)
 }
 
 /// Hints for a timeout: what the last snapshot suggests is stuck.

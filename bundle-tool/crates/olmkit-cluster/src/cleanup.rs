@@ -221,6 +221,49 @@ impl Deleter<'_> {
     }
 }
 
+/// What `run bundle` may have left in the namespace for the package.
+struct Found {
+    /// The package's Subscriptions `run bundle` created.
+    ours: Vec<Subscription>,
+    /// The package's Subscriptions it did not create (kept).
+    others: Vec<Subscription>,
+    /// Its CatalogSources, registry pods and ConfigMaps.
+    sources: Vec<CatalogSource>,
+    pods: Vec<Named>,
+    config_maps: Vec<Named>,
+}
+
+impl Found {
+    async fn list(cluster: &Cluster, ns: &str, package: &str) -> Result<Self, CleanupError> {
+        let subs: Vec<Subscription> = cluster.list(&subscription_resource(), Some(ns)).await?;
+        let (ours, others): (Vec<Subscription>, Vec<Subscription>) = subs
+            .into_iter()
+            .filter(|s| s.spec.name == package || created_for(&s.metadata, package))
+            .partition(|s| created_for(&s.metadata, package));
+        let sel = selector(package);
+        let sources: Vec<CatalogSource> = cluster
+            .list_selected(&catalog_source_resource(), Some(ns), &sel)
+            .await?;
+        let sources: Vec<CatalogSource> = sources
+            .into_iter()
+            .filter(|c| created_for(&c.metadata, package))
+            .collect();
+        let pods: Vec<Named> = cluster
+            .list_selected(&pod_resource(), Some(ns), &sel)
+            .await?;
+        let config_maps: Vec<Named> = cluster
+            .list_selected(&config_map_resource(), Some(ns), &sel)
+            .await?;
+        Ok(Self {
+            ours,
+            others,
+            sources,
+            pods,
+            config_maps,
+        })
+    }
+}
+
 /// Removes what `run bundle` created for the package. A package with nothing of `run bundle`
 /// in the namespace gives an empty report (operator-sdk warns and succeeds too).
 pub async fn cleanup(
@@ -231,30 +274,13 @@ pub async fn cleanup(
     cluster.check_olm_v0().await?;
     let ns = req.namespace.as_str();
     let package = req.package.as_str();
-    let subs: Vec<Subscription> = cluster.list(&subscription_resource(), Some(ns)).await?;
-    let (ours, others): (Vec<&Subscription>, Vec<&Subscription>) = subs
-        .iter()
-        .filter(|s| s.spec.name == package || created_for(&s.metadata, package))
-        .partition(|s| created_for(&s.metadata, package));
-    let sel = selector(package);
-    let sources: Vec<CatalogSource> = cluster
-        .list_selected(&catalog_source_resource(), Some(ns), &sel)
-        .await?;
-    let sources: Vec<&CatalogSource> = sources
-        .iter()
-        .filter(|c| created_for(&c.metadata, package))
-        .collect();
-    let pods: Vec<Named> = cluster
-        .list_selected(&pod_resource(), Some(ns), &sel)
-        .await?;
-    let config_maps: Vec<Named> = cluster
-        .list_selected(&config_map_resource(), Some(ns), &sel)
-        .await?;
-    if ours.is_empty() && !others.is_empty() {
+    let found = Found::list(cluster, ns, package).await?;
+    if found.ours.is_empty() && !found.others.is_empty() {
         return Err(CleanupError::NotRunBundle {
             package: package.into(),
             namespace: ns.into(),
-            subscriptions: others
+            subscriptions: found
+                .others
                 .iter()
                 .map(|s| s.metadata.name.as_str())
                 .collect::<Vec<_>>()
@@ -272,16 +298,50 @@ pub async fn cleanup(
             ..Default::default()
         },
     };
-    for s in &others {
+    for s in &found.others {
         d.report.kept.push(Kept {
             object: obj(&subscription_resource(), ns, &s.metadata.name),
             reason: "not created by run bundle".into(),
         });
     }
+    let csvs = csvs_of(cluster, ns, &found.ours).await?;
+    let crds_to_delete = d.crds_to_delete(ns, &csvs, req.delete_crds).await?;
+    let plans = install_plans_to_delete(cluster, ns, &found, &csvs).await?;
+    for ip in &plans {
+        d.delete(&install_plan_resource(), Some(ns), ip, false, on_event)
+            .await?;
+    }
+    for s in &found.ours {
+        d.delete(
+            &subscription_resource(),
+            Some(ns),
+            &s.metadata.name,
+            false,
+            on_event,
+        )
+        .await?;
+    }
+    for crd in &crds_to_delete {
+        d.delete(&crd_resource(), None, crd, true, on_event).await?;
+    }
+    for c in &csvs {
+        d.delete(&csv_resource(), Some(ns), &c.metadata.name, true, on_event)
+            .await?;
+    }
+    d.delete_catalog(ns, package, &found, on_event).await?;
+    d.delete_operator_groups(ns, req.delete_operator_groups, on_event)
+        .await?;
+    Ok(d.report)
+}
 
-    // The CSVs of our Subscriptions, and the CRDs they own.
+/// The CSVs of our Subscriptions (installed and current).
+async fn csvs_of(
+    cluster: &Cluster,
+    ns: &str,
+    ours: &[Subscription],
+) -> Result<Vec<Csv>, CleanupError> {
     let mut csvs: Vec<Csv> = Vec::new();
-    for s in &ours {
+    for s in ours {
         for name in [&s.status.installed_csv, &s.status.current_csv] {
             if name.is_empty() || csvs.iter().any(|c| &c.metadata.name == name) {
                 continue;
@@ -291,56 +351,26 @@ pub async fn cleanup(
             }
         }
     }
-    let mut crds: Vec<String> = csvs
-        .iter()
-        .flat_map(|c| c.spec.custom_resource_definitions.owned.iter())
-        .map(|d| d.name.clone())
-        .filter(|n| !n.is_empty())
-        .collect();
-    crds.sort();
-    crds.dedup();
-    let mut crds_to_delete = Vec::new();
-    if !crds.is_empty() {
-        let all: Vec<Csv> = cluster.list(&csv_resource(), None).await?;
-        for crd in crds {
-            let other = all.iter().find(|c| {
-                let ours = c.metadata.namespace == ns
-                    && csvs.iter().any(|o| o.metadata.name == c.metadata.name);
-                !(c.is_copy() || ours)
-                    && c.spec
-                        .custom_resource_definitions
-                        .owned
-                        .iter()
-                        .any(|d| d.name == crd)
-            });
-            let o = obj(&crd_resource(), "", &crd);
-            match (other, req.delete_crds) {
-                (Some(c), _) => d.report.kept.push(Kept {
-                    object: o,
-                    reason: format!(
-                        "also owned by ClusterServiceVersion {}/{}",
-                        c.metadata.namespace, c.metadata.name
-                    ),
-                }),
-                (None, false) => d.report.kept.push(Kept {
-                    object: o,
-                    reason: "CRD deletion is off (--delete-crds=false, --delete-all=false)".into(),
-                }),
-                (None, true) => crds_to_delete.push(crd),
-            }
-        }
-    }
+    Ok(csvs)
+}
 
-    // The InstallPlans OLM made for our Subscriptions: owned by them, or (an OLM that sets no
-    // owner) installing only CSVs of our catalog.
-    let ours_csvs: Vec<String> = sources
+/// The InstallPlans OLM made for our Subscriptions: owned by them, or (an OLM that sets no
+/// owner) installing only CSVs of our catalog.
+async fn install_plans_to_delete(
+    cluster: &Cluster,
+    ns: &str,
+    found: &Found,
+    csvs: &[Csv],
+) -> Result<Vec<String>, CleanupError> {
+    let ours_csvs: Vec<String> = found
+        .sources
         .iter()
         .flat_map(|cs| injected_bundles(&cs.metadata.annotations))
         .map(|b| b.csv)
         .chain(csvs.iter().map(|c| c.metadata.name.clone()))
         .collect();
     let mut plans: Vec<String> = Vec::new();
-    for s in &ours {
+    for s in &found.ours {
         plans.extend(
             install_plans_of(cluster, s)
                 .await?
@@ -362,91 +392,152 @@ pub async fn cleanup(
     }
     plans.sort();
     plans.dedup();
-    for ip in &plans {
-        d.delete(&install_plan_resource(), Some(ns), ip, false, on_event)
-            .await?;
-    }
-    for s in &ours {
-        d.delete(
-            &subscription_resource(),
-            Some(ns),
-            &s.metadata.name,
-            false,
-            on_event,
-        )
-        .await?;
-    }
-    for crd in &crds_to_delete {
-        d.delete(&crd_resource(), None, crd, true, on_event).await?;
-    }
-    for c in &csvs {
-        d.delete(&csv_resource(), Some(ns), &c.metadata.name, true, on_event)
-            .await?;
-    }
-    // The registry pods and ConfigMaps before their owner, the CatalogSource, so that each is
-    // deleted (and reported) here rather than by the garbage collector.
-    for p in pods.iter().filter(|p| created_for(&p.metadata, package)) {
-        d.delete(&pod_resource(), Some(ns), &p.metadata.name, false, on_event)
-            .await?;
-    }
-    for c in config_maps
-        .iter()
-        .filter(|c| created_for(&c.metadata, package))
-    {
-        d.delete(
-            &config_map_resource(),
-            Some(ns),
-            &c.metadata.name,
-            false,
-            on_event,
-        )
-        .await?;
-    }
-    for cs in &sources {
-        d.delete(
-            &catalog_source_resource(),
-            Some(ns),
-            &cs.metadata.name,
-            true,
-            on_event,
-        )
-        .await?;
+    Ok(plans)
+}
+
+impl Deleter<'_> {
+    /// The CRDs our CSVs own that can go: owned by no other CSV, and CRD deletion on. The others
+    /// are reported as kept.
+    async fn crds_to_delete(
+        &mut self,
+        ns: &str,
+        csvs: &[Csv],
+        delete_crds: bool,
+    ) -> Result<Vec<String>, CleanupError> {
+        let mut crds: Vec<String> = csvs
+            .iter()
+            .flat_map(|c| c.spec.custom_resource_definitions.owned.iter())
+            .map(|d| d.name.clone())
+            .filter(|n| !n.is_empty())
+            .collect();
+        crds.sort();
+        crds.dedup();
+        let mut crds_to_delete = Vec::new();
+        if crds.is_empty() {
+            return Ok(crds_to_delete);
+        }
+        let all: Vec<Csv> = self.cluster.list(&csv_resource(), None).await?;
+        for crd in crds {
+            let other = all.iter().find(|c| {
+                let ours = c.metadata.namespace == ns
+                    && csvs.iter().any(|o| o.metadata.name == c.metadata.name);
+                !(c.is_copy() || ours)
+                    && c.spec
+                        .custom_resource_definitions
+                        .owned
+                        .iter()
+                        .any(|d| d.name == crd)
+            });
+            let o = obj(&crd_resource(), "", &crd);
+            match (other, delete_crds) {
+                (Some(c), _) => self.report.kept.push(Kept {
+                    object: o,
+                    reason: format!(
+                        "also owned by ClusterServiceVersion {}/{}",
+                        c.metadata.namespace, c.metadata.name
+                    ),
+                }),
+                (None, false) => self.report.kept.push(Kept {
+                    object: o,
+                    reason: "CRD deletion is off (--delete-crds=false, --delete-all=false)".into(),
+                }),
+                (None, true) => crds_to_delete.push(crd),
+            }
+        }
+        Ok(crds_to_delete)
     }
 
-    // The OperatorGroup run bundle created (for this package or another one it ran here) goes
-    // once no Subscription of the namespace needs it.
-    let groups: Vec<OperatorGroup> = cluster.list(&operator_group_resource(), Some(ns)).await?;
-    let left: Vec<Subscription> = cluster.list(&subscription_resource(), Some(ns)).await?;
-    for g in groups
-        .iter()
-        .filter(|g| g.metadata.labels.contains_key(RUN_BUNDLE_LABEL))
-    {
-        let o = obj(&operator_group_resource(), ns, &g.metadata.name);
-        if !req.delete_operator_groups {
-            d.report.kept.push(Kept {
-                object: o,
-                reason: "OperatorGroup deletion is off (--delete-operator-groups=false, --delete-all=false)".into(),
-            });
-        } else if let Some(s) = left.first() {
-            d.report.kept.push(Kept {
-                object: o,
-                reason: format!(
-                    "Subscription {}/{} still needs it",
-                    s.metadata.namespace, s.metadata.name
-                ),
-            });
-        } else {
-            d.delete(
-                &operator_group_resource(),
+    /// Deletes the registry pods and ConfigMaps before their owner, the CatalogSource, so that
+    /// each is deleted (and reported) here rather than by the garbage collector.
+    async fn delete_catalog(
+        &mut self,
+        ns: &str,
+        package: &str,
+        found: &Found,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), CleanupError> {
+        for p in found
+            .pods
+            .iter()
+            .filter(|p| created_for(&p.metadata, package))
+        {
+            self.delete(&pod_resource(), Some(ns), &p.metadata.name, false, on_event)
+                .await?;
+        }
+        for c in found
+            .config_maps
+            .iter()
+            .filter(|c| created_for(&c.metadata, package))
+        {
+            self.delete(
+                &config_map_resource(),
                 Some(ns),
-                &g.metadata.name,
+                &c.metadata.name,
                 false,
                 on_event,
             )
             .await?;
         }
+        for cs in &found.sources {
+            self.delete(
+                &catalog_source_resource(),
+                Some(ns),
+                &cs.metadata.name,
+                true,
+                on_event,
+            )
+            .await?;
+        }
+        Ok(())
     }
-    Ok(d.report)
+
+    /// The OperatorGroup run bundle created (for this package or another one it ran here) goes
+    /// once no Subscription of the namespace needs it.
+    async fn delete_operator_groups(
+        &mut self,
+        ns: &str,
+        delete_operator_groups: bool,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), CleanupError> {
+        let groups: Vec<OperatorGroup> = self
+            .cluster
+            .list(&operator_group_resource(), Some(ns))
+            .await?;
+        let left: Vec<Subscription> = self
+            .cluster
+            .list(&subscription_resource(), Some(ns))
+            .await?;
+        for g in groups
+            .iter()
+            .filter(|g| g.metadata.labels.contains_key(RUN_BUNDLE_LABEL))
+        {
+            let o = obj(&operator_group_resource(), ns, &g.metadata.name);
+            if !delete_operator_groups {
+                self.report.kept.push(Kept {
+                    object: o,
+                    reason: "OperatorGroup deletion is off (--delete-operator-groups=false, --delete-all=false)".into(),
+                });
+            } else if let Some(s) = left.first() {
+                self.report.kept.push(Kept {
+                    object: o,
+                    reason: format!(
+                        "Subscription {}/{} still needs it",
+                        s.metadata.namespace, s.metadata.name
+                    ),
+                });
+            } else {
+                self.delete(
+                    &operator_group_resource(),
+                    Some(ns),
+                    &g.metadata.name,
+                    false,
+                    on_event,
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -360,7 +360,52 @@ pub fn choose_operator_group(
     req: &OperatorGroupRequest<'_>,
 ) -> Result<OperatorGroupChoice, ChooseOperatorGroupError> {
     let supported = req.modes.map(supported_modes);
-    let requested = req.requested.map(|ns| {
+    let requested = requested_targets(req.requested);
+    let (targets, mode, mut explanation) =
+        desired_targets(req, requested.as_ref(), supported.as_deref())?;
+    let create = |targets, explanation| OperatorGroupChoice {
+        action: OperatorGroupAction::Create {
+            name: req.group_name.into(),
+            targets,
+        },
+        mode: Some(mode),
+        explanation,
+    };
+    let Some(existing) = req.existing else {
+        return Ok(create(targets, explanation));
+    };
+    match existing {
+        [] => Ok(create(targets, explanation)),
+        [group] if group.metadata.name == req.group_name => {
+            // Ours from an earlier run: re-applying it with the new targets is fine.
+            explanation.push_str(&format!(
+                " (OperatorGroup {} from an earlier install is updated)",
+                group.metadata.name
+            ));
+            Ok(create(targets, explanation))
+        }
+        [group] => reuse_group(
+            req,
+            group,
+            requested.is_some(),
+            targets,
+            supported.as_deref(),
+        ),
+        many => Err(ChooseOperatorGroupError::TooManyGroups {
+            namespace: req.namespace.into(),
+            count: many.len(),
+            names: many
+                .iter()
+                .map(|g| g.metadata.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
+/// `--target-namespaces`, trimmed, sorted and deduplicated; empty means all namespaces.
+fn requested_targets(requested: Option<&[String]>) -> Option<Targets> {
+    requested.map(|ns| {
         let mut ns: Vec<String> = ns
             .iter()
             .map(|s| s.trim().to_string())
@@ -373,10 +418,16 @@ pub fn choose_operator_group(
         } else {
             Targets::Namespaces(ns)
         }
-    });
+    })
+}
 
-    // Desired targets from the request and the CSV.
-    let (targets, mode, mut explanation) = match (&requested, &supported) {
+/// Desired targets from the request and the CSV, the install mode they need, and why.
+fn desired_targets(
+    req: &OperatorGroupRequest<'_>,
+    requested: Option<&Targets>,
+    supported: Option<&[InstallModeType]>,
+) -> Result<(Targets, InstallModeType, String), ChooseOperatorGroupError> {
+    Ok(match (requested, supported) {
         (Some(t), Some(sup)) => {
             let needed = t
                 .required_mode(req.namespace)
@@ -413,94 +464,57 @@ pub fn choose_operator_group(
             InstallModeType::AllNamespaces,
             "the CSV's install modes are unknown (no --catalog-dir with its olm.csv.metadata), so the OperatorGroup targets every namespace (AllNamespaces); pass --target-namespaces to choose".to_string(),
         ),
-    };
+    })
+}
 
-    let Some(existing) = req.existing else {
-        return Ok(OperatorGroupChoice {
-            action: OperatorGroupAction::Create {
-                name: req.group_name.into(),
-                targets,
-            },
-            mode: Some(mode),
-            explanation,
-        });
-    };
-    match existing {
-        [] => Ok(OperatorGroupChoice {
-            action: OperatorGroupAction::Create {
-                name: req.group_name.into(),
-                targets,
-            },
-            mode: Some(mode),
-            explanation,
-        }),
-        [group] if group.metadata.name == req.group_name => {
-            // Ours from an earlier run: re-applying it with the new targets is fine.
-            explanation.push_str(&format!(
-                " (OperatorGroup {} from an earlier install is updated)",
-                group.metadata.name
-            ));
-            Ok(OperatorGroupChoice {
-                action: OperatorGroupAction::Create {
-                    name: req.group_name.into(),
-                    targets,
-                },
-                mode: Some(mode),
-                explanation,
-            })
-        }
-        [group] => {
-            let theirs = Targets::of(group);
-            if requested.is_some() && theirs != targets && theirs != Targets::Selector {
-                return Err(ChooseOperatorGroupError::ExistingGroupDiffers {
-                    namespace: req.namespace.into(),
-                    group: group.metadata.name.clone(),
-                    existing: theirs,
-                    requested: targets,
-                });
-            }
-            let needed = theirs.required_mode(req.namespace);
-            if let (Some(needed), Some(sup)) = (needed, &supported)
-                && !sup.contains(&needed)
-            {
-                return Err(ChooseOperatorGroupError::ExistingGroupIncompatible {
-                    namespace: req.namespace.into(),
-                    group: group.metadata.name.clone(),
-                    targets: theirs,
-                    needed,
-                    csv: req.csv.into(),
-                    supported: list(sup),
-                });
-            }
-            let explanation = match needed {
-                Some(m) => format!(
-                    "namespace {} already has OperatorGroup {} targeting {theirs}; it is reused ({m} install mode; OLM allows one OperatorGroup per namespace)",
-                    req.namespace, group.metadata.name
-                ),
-                None => format!(
-                    "namespace {} already has OperatorGroup {} ({theirs}); it is reused (OLM allows one OperatorGroup per namespace)",
-                    req.namespace, group.metadata.name
-                ),
-            };
-            Ok(OperatorGroupChoice {
-                action: OperatorGroupAction::Reuse {
-                    name: group.metadata.name.clone(),
-                    targets: theirs,
-                },
-                mode: needed,
-                explanation,
-            })
-        }
-        many => Err(ChooseOperatorGroupError::TooManyGroups {
+/// Reuses the namespace's one OperatorGroup (not ours), if it fits the request and the CSV.
+fn reuse_group(
+    req: &OperatorGroupRequest<'_>,
+    group: &OperatorGroup,
+    requested: bool,
+    targets: Targets,
+    supported: Option<&[InstallModeType]>,
+) -> Result<OperatorGroupChoice, ChooseOperatorGroupError> {
+    let theirs = Targets::of(group);
+    if requested && theirs != targets && theirs != Targets::Selector {
+        return Err(ChooseOperatorGroupError::ExistingGroupDiffers {
             namespace: req.namespace.into(),
-            count: many.len(),
-            names: many
-                .iter()
-                .map(|g| g.metadata.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        }),
+            group: group.metadata.name.clone(),
+            existing: theirs,
+            requested: targets,
+        });
     }
+    let needed = theirs.required_mode(req.namespace);
+    if let (Some(needed), Some(sup)) = (needed, supported)
+        && !sup.contains(&needed)
+    {
+        return Err(ChooseOperatorGroupError::ExistingGroupIncompatible {
+            namespace: req.namespace.into(),
+            group: group.metadata.name.clone(),
+            targets: theirs,
+            needed,
+            csv: req.csv.into(),
+            supported: list(sup),
+        });
+    }
+    let explanation = match needed {
+        Some(m) => format!(
+            "namespace {} already has OperatorGroup {} targeting {theirs}; it is reused ({m} install mode; OLM allows one OperatorGroup per namespace)",
+            req.namespace, group.metadata.name
+        ),
+        None => format!(
+            "namespace {} already has OperatorGroup {} ({theirs}); it is reused (OLM allows one OperatorGroup per namespace)",
+            req.namespace, group.metadata.name
+        ),
+    };
+    Ok(OperatorGroupChoice {
+        action: OperatorGroupAction::Reuse {
+            name: group.metadata.name.clone(),
+            targets: theirs,
+        },
+        mode: needed,
+        explanation,
+    })
 }
 
 #[cfg(test)]

@@ -314,125 +314,20 @@ pub fn build_report(
     });
     let mut attention = Vec::new();
     let mut notes = Vec::new();
-
-    let mut sub_rows = Vec::new();
-    for s in &subs {
-        let st = &s.status;
-        let ip = st.install_plan_name().and_then(|n| {
-            ips.iter()
-                .find(|i| i.metadata.name == n && i.metadata.namespace == s.metadata.namespace)
-        });
-        let next = if !st.current_csv.is_empty() && st.current_csv != st.installed_csv {
-            let note = match ip {
-                Some(ip) if ip.awaits_approval() => "needs approval".to_string(),
-                Some(ip) if !ip.status.phase.is_empty() => ip.status.phase.clone(),
-                _ => "pending".to_string(),
-            };
-            Some(NextUpgrade {
-                csv: st.current_csv.clone(),
-                source: "subscription".into(),
-                note,
-            })
-        } else if !st.installed_csv.is_empty() {
-            oracle
-                .and_then(|o| o.next_hop(&s.spec.name, &s.spec.channel, &st.installed_csv))
-                .map(|csv| NextUpgrade {
-                    csv,
-                    source: "catalog".into(),
-                    note: "in local catalog".into(),
-                })
-        } else {
-            None
-        };
-        let conditions: Vec<Condition> = st
-            .conditions
-            .iter()
-            .filter(|c| c.is_true())
-            .cloned()
-            .collect();
-        condition_lines(s, &conditions, &csvs, &mut attention, &mut notes);
-        sub_rows.push(SubscriptionRow {
-            namespace: s.metadata.namespace.clone(),
-            name: s.metadata.name.clone(),
-            package: s.spec.name.clone(),
-            channel: s.spec.channel.clone(),
-            source: format!("{}/{}", s.spec.source_namespace, s.spec.source),
-            approval: s.approval().to_string(),
-            state: st.state.clone(),
-            installed_csv: st.installed_csv.clone(),
-            current_csv: st.current_csv.clone(),
-            next,
-            conditions,
-        });
-    }
-
-    let mut ip_rows = Vec::new();
-    for i in &ips {
-        if i.awaits_approval() {
-            attention.push(format!(
-                "InstallPlan {}/{} waits for approval to install {}: bundle-tool approve --install-plan {} --namespace {}",
-                i.metadata.namespace,
-                i.metadata.name,
-                i.spec.cluster_service_version_names.join(", "),
-                i.metadata.name,
-                i.metadata.namespace
-            ));
-        }
-        if i.status.phase == "Failed" {
-            let why = i
-                .status
-                .conditions
-                .iter()
-                .find(|c| c.status == "False")
-                .map(|c| format!("{}: {}", c.reason, c.message))
-                .unwrap_or_else(|| i.status.message.clone());
-            attention.push(format!(
-                "InstallPlan {}/{} failed: {why}",
-                i.metadata.namespace, i.metadata.name
-            ));
-        }
-        ip_rows.push(InstallPlanRow {
-            namespace: i.metadata.namespace.clone(),
-            name: i.metadata.name.clone(),
-            csvs: i.spec.cluster_service_version_names.clone(),
-            approval: i.spec.approval.clone(),
-            approved: i.spec.approved,
-            phase: i.status.phase.clone(),
-        });
-    }
-
-    let mut csv_rows = Vec::new();
-    let mut hidden = 0;
-    for c in &csvs {
-        if c.is_copy() {
-            hidden += 1;
-            continue;
-        }
-        if c.status.phase == "Failed" {
-            let ns = &c.metadata.namespace;
-            let fix = if c.status.reason == "TooManyOperatorGroups" {
-                format!("; keep exactly one OperatorGroup: kubectl -n {ns} get operatorgroups")
-            } else {
-                String::new()
-            };
-            attention.push(format!(
-                "ClusterServiceVersion {ns}/{} failed ({}): {}{fix}",
-                c.metadata.name, c.status.reason, c.status.message
-            ));
-        }
-        csv_rows.push(CsvRow {
-            namespace: c.metadata.namespace.clone(),
-            name: c.metadata.name.clone(),
-            display: c.spec.display_name.clone(),
-            version: c.spec.version.clone(),
-            release: c.spec.release.clone(),
-            replaces: c.spec.replaces.clone(),
-            phase: c.status.phase.clone(),
-            reason: c.status.reason.clone(),
-            message: c.status.message.clone(),
-        });
-    }
-
+    let sub_rows: Vec<SubscriptionRow> = subs
+        .iter()
+        .map(|s| subscription_row(s, &ips, &csvs, oracle, &mut attention, &mut notes))
+        .collect();
+    let ip_rows: Vec<InstallPlanRow> = ips
+        .iter()
+        .map(|i| install_plan_row(i, &mut attention))
+        .collect();
+    let hidden = csvs.iter().filter(|c| c.is_copy()).count();
+    let csv_rows: Vec<CsvRow> = csvs
+        .iter()
+        .filter(|c| !c.is_copy())
+        .map(|c| csv_row(c, &mut attention))
+        .collect();
     let operator_groups = operator_group_rows(&groups, &mut attention);
     StatusReport {
         namespace: namespace.map(String::from),
@@ -443,6 +338,137 @@ pub fn build_report(
         copied_csvs_hidden: hidden,
         attention,
         notes,
+    }
+}
+
+/// The row of a Subscription, and what its conditions say needs attention.
+fn subscription_row(
+    s: &Subscription,
+    ips: &[InstallPlan],
+    csvs: &[Csv],
+    oracle: Option<&dyn UpgradeOracle>,
+    attention: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) -> SubscriptionRow {
+    let st = &s.status;
+    let ip = st.install_plan_name().and_then(|n| {
+        ips.iter()
+            .find(|i| i.metadata.name == n && i.metadata.namespace == s.metadata.namespace)
+    });
+    let next = next_upgrade(s, ip, oracle);
+    let conditions: Vec<Condition> = st
+        .conditions
+        .iter()
+        .filter(|c| c.is_true())
+        .cloned()
+        .collect();
+    condition_lines(s, &conditions, csvs, attention, notes);
+    SubscriptionRow {
+        namespace: s.metadata.namespace.clone(),
+        name: s.metadata.name.clone(),
+        package: s.spec.name.clone(),
+        channel: s.spec.channel.clone(),
+        source: format!("{}/{}", s.spec.source_namespace, s.spec.source),
+        approval: s.approval().to_string(),
+        state: st.state.clone(),
+        installed_csv: st.installed_csv.clone(),
+        current_csv: st.current_csv.clone(),
+        next,
+        conditions,
+    }
+}
+
+/// The Subscription's next upgrade: the one OLM resolved (and its InstallPlan's state), or,
+/// once installed, the next hop the local catalog offers.
+fn next_upgrade(
+    s: &Subscription,
+    ip: Option<&InstallPlan>,
+    oracle: Option<&dyn UpgradeOracle>,
+) -> Option<NextUpgrade> {
+    let st = &s.status;
+    if !st.current_csv.is_empty() && st.current_csv != st.installed_csv {
+        let note = match ip {
+            Some(ip) if ip.awaits_approval() => "needs approval".to_string(),
+            Some(ip) if !ip.status.phase.is_empty() => ip.status.phase.clone(),
+            _ => "pending".to_string(),
+        };
+        Some(NextUpgrade {
+            csv: st.current_csv.clone(),
+            source: "subscription".into(),
+            note,
+        })
+    } else if !st.installed_csv.is_empty() {
+        oracle
+            .and_then(|o| o.next_hop(&s.spec.name, &s.spec.channel, &st.installed_csv))
+            .map(|csv| NextUpgrade {
+                csv,
+                source: "catalog".into(),
+                note: "in local catalog".into(),
+            })
+    } else {
+        None
+    }
+}
+
+/// The row of an InstallPlan; one waiting for approval or failed needs attention.
+fn install_plan_row(i: &InstallPlan, attention: &mut Vec<String>) -> InstallPlanRow {
+    if i.awaits_approval() {
+        attention.push(format!(
+            "InstallPlan {}/{} waits for approval to install {}: bundle-tool approve --install-plan {} --namespace {}",
+            i.metadata.namespace,
+            i.metadata.name,
+            i.spec.cluster_service_version_names.join(", "),
+            i.metadata.name,
+            i.metadata.namespace
+        ));
+    }
+    if i.status.phase == "Failed" {
+        let why = i
+            .status
+            .conditions
+            .iter()
+            .find(|c| c.status == "False")
+            .map(|c| format!("{}: {}", c.reason, c.message))
+            .unwrap_or_else(|| i.status.message.clone());
+        attention.push(format!(
+            "InstallPlan {}/{} failed: {why}",
+            i.metadata.namespace, i.metadata.name
+        ));
+    }
+    InstallPlanRow {
+        namespace: i.metadata.namespace.clone(),
+        name: i.metadata.name.clone(),
+        csvs: i.spec.cluster_service_version_names.clone(),
+        approval: i.spec.approval.clone(),
+        approved: i.spec.approved,
+        phase: i.status.phase.clone(),
+    }
+}
+
+/// The row of a (not copied) CSV; a failed one needs attention.
+fn csv_row(c: &Csv, attention: &mut Vec<String>) -> CsvRow {
+    if c.status.phase == "Failed" {
+        let ns = &c.metadata.namespace;
+        let fix = if c.status.reason == "TooManyOperatorGroups" {
+            format!("; keep exactly one OperatorGroup: kubectl -n {ns} get operatorgroups")
+        } else {
+            String::new()
+        };
+        attention.push(format!(
+            "ClusterServiceVersion {ns}/{} failed ({}): {}{fix}",
+            c.metadata.name, c.status.reason, c.status.message
+        ));
+    }
+    CsvRow {
+        namespace: c.metadata.namespace.clone(),
+        name: c.metadata.name.clone(),
+        display: c.spec.display_name.clone(),
+        version: c.spec.version.clone(),
+        release: c.spec.release.clone(),
+        replaces: c.spec.replaces.clone(),
+        phase: c.status.phase.clone(),
+        reason: c.status.reason.clone(),
+        message: c.status.message.clone(),
     }
 }
 
@@ -476,91 +502,21 @@ pub fn render_text(r: &StatusReport) -> String {
     if r.subscriptions.is_empty() {
         out.push_str(&format!("No Subscriptions found {where_}.\n"));
     } else {
-        let mut t = headers(
-            all,
-            &[
-                "NAME",
-                "PACKAGE",
-                "CHANNEL",
-                "APPROVAL",
-                "INSTALLED",
-                "STATE",
-                "NEXT",
-            ],
-        );
-        for s in &r.subscriptions {
-            let next = match &s.next {
-                Some(n) => format!("{} ({})", n.csv, n.note),
-                None if s.installed_csv.is_empty() => String::new(),
-                None => "-".into(),
-            };
-            let channel = if s.channel.is_empty() {
-                "(default)".to_string()
-            } else {
-                s.channel.clone()
-            };
-            t.push(with_ns(
-                all,
-                &s.namespace,
-                vec![
-                    s.name.clone(),
-                    s.package.clone(),
-                    channel,
-                    s.approval.clone(),
-                    s.installed_csv.clone(),
-                    s.state.clone(),
-                    next,
-                ],
-            ));
-        }
-        out.push_str(&t.render());
+        out.push_str(&subscriptions_table(all, &r.subscriptions));
     }
 
     out.push_str("\nINSTALLPLANS\n");
     if r.install_plans.is_empty() {
         out.push_str(&format!("No InstallPlans found {where_}.\n"));
     } else {
-        let mut t = headers(all, &["NAME", "CSV", "APPROVAL", "APPROVED", "PHASE"]);
-        for i in &r.install_plans {
-            t.push(with_ns(
-                all,
-                &i.namespace,
-                vec![
-                    i.name.clone(),
-                    i.csvs.join(","),
-                    i.approval.clone(),
-                    i.approved.to_string(),
-                    i.phase.clone(),
-                ],
-            ));
-        }
-        out.push_str(&t.render());
+        out.push_str(&install_plans_table(all, &r.install_plans));
     }
 
     out.push_str("\nCLUSTERSERVICEVERSIONS\n");
     if r.cluster_service_versions.is_empty() {
         out.push_str(&format!("No ClusterServiceVersions found {where_}.\n"));
     } else {
-        let mut t = headers(
-            all,
-            &["NAME", "DISPLAY", "VERSION", "RELEASE", "REPLACES", "PHASE"],
-        );
-        for c in &r.cluster_service_versions {
-            t.push(with_ns(
-                all,
-                &c.namespace,
-                vec![
-                    c.name.clone(),
-                    c.display.clone(),
-                    c.version.clone(),
-                    c.release.clone(),
-                    c.replaces.clone(),
-                    c.phase.clone(),
-                ],
-            ));
-        }
-        t.drop_empty_column("RELEASE");
-        out.push_str(&t.render());
+        out.push_str(&csvs_table(all, &r.cluster_service_versions));
     }
     if r.copied_csvs_hidden > 0 {
         out.push_str(&format!(
@@ -572,28 +528,7 @@ pub fn render_text(r: &StatusReport) -> String {
     if r.operator_groups.is_empty() {
         out.push_str(&format!("No OperatorGroups found {where_}.\n"));
     } else {
-        let mut t = headers(all, &["NAME", "TARGET NAMESPACES", "CONDITIONS"]);
-        for g in &r.operator_groups {
-            let conds: Vec<String> = g
-                .conditions
-                .iter()
-                .map(|c| format!("{}={} ({})", c.type_, c.status, c.reason))
-                .collect();
-            t.push(with_ns(
-                all,
-                &g.namespace,
-                vec![
-                    g.name.clone(),
-                    g.targets(),
-                    if conds.is_empty() {
-                        "-".into()
-                    } else {
-                        conds.join(", ")
-                    },
-                ],
-            ));
-        }
-        out.push_str(&t.render());
+        out.push_str(&operator_groups_table(all, &r.operator_groups));
     }
     if !r.notes.is_empty() {
         out.push_str("\nNOTES\n");
@@ -608,6 +543,117 @@ pub fn render_text(r: &StatusReport) -> String {
         }
     }
     out
+}
+
+/// The SUBSCRIPTIONS table.
+fn subscriptions_table(all: bool, rows: &[SubscriptionRow]) -> String {
+    let mut t = headers(
+        all,
+        &[
+            "NAME",
+            "PACKAGE",
+            "CHANNEL",
+            "APPROVAL",
+            "INSTALLED",
+            "STATE",
+            "NEXT",
+        ],
+    );
+    for s in rows {
+        let next = match &s.next {
+            Some(n) => format!("{} ({})", n.csv, n.note),
+            None if s.installed_csv.is_empty() => String::new(),
+            None => "-".into(),
+        };
+        let channel = if s.channel.is_empty() {
+            "(default)".to_string()
+        } else {
+            s.channel.clone()
+        };
+        t.push(with_ns(
+            all,
+            &s.namespace,
+            vec![
+                s.name.clone(),
+                s.package.clone(),
+                channel,
+                s.approval.clone(),
+                s.installed_csv.clone(),
+                s.state.clone(),
+                next,
+            ],
+        ));
+    }
+    t.render()
+}
+
+/// The INSTALLPLANS table.
+fn install_plans_table(all: bool, rows: &[InstallPlanRow]) -> String {
+    let mut t = headers(all, &["NAME", "CSV", "APPROVAL", "APPROVED", "PHASE"]);
+    for i in rows {
+        t.push(with_ns(
+            all,
+            &i.namespace,
+            vec![
+                i.name.clone(),
+                i.csvs.join(","),
+                i.approval.clone(),
+                i.approved.to_string(),
+                i.phase.clone(),
+            ],
+        ));
+    }
+    t.render()
+}
+
+/// The CLUSTERSERVICEVERSIONS table (without RELEASE when no CSV has one).
+fn csvs_table(all: bool, rows: &[CsvRow]) -> String {
+    let mut t = headers(
+        all,
+        &["NAME", "DISPLAY", "VERSION", "RELEASE", "REPLACES", "PHASE"],
+    );
+    for c in rows {
+        t.push(with_ns(
+            all,
+            &c.namespace,
+            vec![
+                c.name.clone(),
+                c.display.clone(),
+                c.version.clone(),
+                c.release.clone(),
+                c.replaces.clone(),
+                c.phase.clone(),
+            ],
+        ));
+    }
+    t.drop_empty_column("RELEASE");
+    t.render()
+}
+
+/// The OPERATORGROUPS table.
+fn operator_groups_table(all: bool, rows: &[OperatorGroupRow]) -> String {
+    let mut t = headers(all, &["NAME", "TARGET NAMESPACES", "CONDITIONS"]);
+    for g in rows {
+        let conds: Vec<String> = g
+            .conditions
+            .iter()
+            .map(|c| format!("{}={} ({})", c.type_, c.status, c.reason))
+            .collect();
+        t.push(with_ns(
+            all,
+            &g.namespace,
+            vec![
+                g.name.clone(),
+                g.targets(),
+                if conds.is_empty() {
+                    "-".into()
+                } else {
+                    conds.join(", ")
+                },
+            ],
+        ));
+    }
+    t.render()
 }
 
 /// The `kubectl get csv` table of one CSV (what `install` prints when it is done).

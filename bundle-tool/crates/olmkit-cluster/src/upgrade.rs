@@ -14,6 +14,7 @@ use crate::olm::{
     InstallPlan, MANAGED_BY_LABEL, Subscription, install_plan_resource, subscription_resource,
 };
 use crate::wait::wait;
+use olmkit_catalog::explain::UpgradePath;
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
@@ -218,85 +219,7 @@ pub fn plan_switch(
                 });
                 SwitchVerdict::FreshInstall { head }
             } else {
-                match cat.upgrade_path(to_channel, &installed) {
-                    Ok(path) if !path.steps.is_empty() => {
-                        let hops: Vec<String> = path.steps.iter().map(|s| s.to.clone()).collect();
-                        lines.push(format!(
-                            "installed: {installed}; OLM will upgrade {} ({} InstallPlan{}{})",
-                            std::iter::once(installed.as_str())
-                                .chain(hops.iter().map(String::as_str))
-                                .collect::<Vec<_>>()
-                                .join(" -> "),
-                            hops.len(),
-                            if hops.len() == 1 { "" } else { "s" },
-                            if sub.approval() == "Manual" {
-                                ", each needs approval"
-                            } else {
-                                ""
-                            }
-                        ));
-                        for s in &path.steps {
-                            lines.push(format!(
-                                "  {} -> {} by {}{}",
-                                s.from,
-                                s.to,
-                                s.edge.as_str(),
-                                s.version
-                                    .as_ref()
-                                    .map(|v| format!(" (version {v})"))
-                                    .unwrap_or_default()
-                            ));
-                        }
-                        if let Some(m) = &path.missing {
-                            lines.push(format!(
-                                "note: the path stops before the head {}: {}",
-                                m.head, m.suggestion
-                            ));
-                        }
-                        SwitchVerdict::Upgrades { hops }
-                    }
-                    Ok(path) if cat.head(to_channel).as_deref() == Some(installed.as_str()) => {
-                        let _ = path;
-                        lines.push(format!(
-                            "installed: {installed}, already the head of {to_channel}: nothing to upgrade now; later upgrades come from {to_channel}"
-                        ));
-                        SwitchVerdict::AtHead
-                    }
-                    Ok(path) => {
-                        let reason = match &path.missing {
-                            Some(m) => format!(
-                                "no bundle of channel {to_channel} replaces, skips or skipRanges {installed}; {}",
-                                m.suggestion
-                            ),
-                            None => format!(
-                                "no bundle of channel {to_channel} replaces, skips or skipRanges {installed}"
-                            ),
-                        };
-                        if !force {
-                            return Err(PlanChangeError::NoPath {
-                                namespace: ns.clone(),
-                                name: name.clone(),
-                                channel: to_channel.into(),
-                                reason,
-                            });
-                        }
-                        lines.push(format!("warning (--force): {reason}"));
-                        SwitchVerdict::NoPath { reason }
-                    }
-                    Err(e) => {
-                        let reason = e.to_string();
-                        if !force {
-                            return Err(PlanChangeError::NoPath {
-                                namespace: ns.clone(),
-                                name: name.clone(),
-                                channel: to_channel.into(),
-                                reason,
-                            });
-                        }
-                        lines.push(format!("warning (--force): {reason}"));
-                        SwitchVerdict::NoPath { reason }
-                    }
-                }
+                switch_from_installed(sub, cat, to_channel, &installed, force, &mut lines)?
             }
         }
     };
@@ -308,6 +231,91 @@ pub fn plan_switch(
         verdict,
         lines,
     })
+}
+
+/// Where the new channel leads from the installed CSV, by the local catalog.
+fn switch_from_installed(
+    sub: &Subscription,
+    cat: &PackageView,
+    to_channel: &str,
+    installed: &str,
+    force: bool,
+    lines: &mut Vec<String>,
+) -> Result<SwitchVerdict, PlanChangeError> {
+    let reason = match cat.upgrade_path(to_channel, installed) {
+        Ok(path) if !path.steps.is_empty() => {
+            return Ok(upgrades(sub, installed, &path, lines));
+        }
+        Ok(_) if cat.head(to_channel).as_deref() == Some(installed) => {
+            lines.push(format!(
+                "installed: {installed}, already the head of {to_channel}: nothing to upgrade now; later upgrades come from {to_channel}"
+            ));
+            return Ok(SwitchVerdict::AtHead);
+        }
+        Ok(path) => match &path.missing {
+            Some(m) => format!(
+                "no bundle of channel {to_channel} replaces, skips or skipRanges {installed}; {}",
+                m.suggestion
+            ),
+            None => format!(
+                "no bundle of channel {to_channel} replaces, skips or skipRanges {installed}"
+            ),
+        },
+        Err(e) => e.to_string(),
+    };
+    if !force {
+        return Err(PlanChangeError::NoPath {
+            namespace: sub.metadata.namespace.clone(),
+            name: sub.metadata.name.clone(),
+            channel: to_channel.into(),
+            reason,
+        });
+    }
+    lines.push(format!("warning (--force): {reason}"));
+    Ok(SwitchVerdict::NoPath { reason })
+}
+
+/// The upgrades OLM will make after the switch, hop by hop.
+fn upgrades(
+    sub: &Subscription,
+    installed: &str,
+    path: &UpgradePath,
+    lines: &mut Vec<String>,
+) -> SwitchVerdict {
+    let hops: Vec<String> = path.steps.iter().map(|s| s.to.clone()).collect();
+    lines.push(format!(
+        "installed: {installed}; OLM will upgrade {} ({} InstallPlan{}{})",
+        std::iter::once(installed)
+            .chain(hops.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" -> "),
+        hops.len(),
+        if hops.len() == 1 { "" } else { "s" },
+        if sub.approval() == "Manual" {
+            ", each needs approval"
+        } else {
+            ""
+        }
+    ));
+    for s in &path.steps {
+        lines.push(format!(
+            "  {} -> {} by {}{}",
+            s.from,
+            s.to,
+            s.edge.as_str(),
+            s.version
+                .as_ref()
+                .map(|v| format!(" (version {v})"))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(m) = &path.missing {
+        lines.push(format!(
+            "note: the path stops before the head {}: {}",
+            m.head, m.suggestion
+        ));
+    }
+    SwitchVerdict::Upgrades { hops }
 }
 
 /// The server-side apply body that changes only the channel: the fields this tool applied at
@@ -457,15 +465,14 @@ pub struct ApprovalPlan {
     pub lines: Vec<String>,
 }
 
-/// Plans an approval: the named InstallPlan, or the only one waiting in the namespace.
-pub fn plan_approval(
-    ips: &[InstallPlan],
-    subs: &[Subscription],
+/// The InstallPlan to approve: the named one (which must wait for approval), or the only one
+/// waiting in the namespace.
+fn install_plan_to_approve<'a>(
+    ips: &'a [InstallPlan],
     name: Option<&str>,
     namespace: &str,
-    catalog: Option<&PackageView>,
-) -> Result<ApprovalPlan, PlanChangeError> {
-    let ip = match name {
+) -> Result<&'a InstallPlan, PlanChangeError> {
+    Ok(match name {
         Some(n) => {
             let ip = ips.iter().find(|i| i.metadata.name == n).ok_or_else(|| {
                 PlanChangeError::Choose(format!(
@@ -501,7 +508,46 @@ pub fn plan_approval(
                 }
             }
         }
-    };
+    })
+}
+
+/// What the local catalog says of the target: its version and where the channel leads after it.
+fn catalog_lines(cat: &PackageView, channel: &str, target: &str, lines: &mut Vec<String>) {
+    if let Some(v) = cat.version(target) {
+        lines.push(format!("{target} is version {v} in the local catalog"));
+    }
+    if let Ok(path) = cat.upgrade_path(channel, target) {
+        if path.steps.is_empty() {
+            lines.push(format!(
+                "after it, the channel has no further upgrade ({})",
+                if path.reaches_head || cat.head(channel).as_deref() == Some(target) {
+                    "it is the head"
+                } else {
+                    "it is not connected to the head"
+                }
+            ));
+        } else {
+            lines.push(format!(
+                "after it, the channel leads on to {} (each needs its own approval)",
+                path.steps
+                    .iter()
+                    .map(|s| s.to.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" -> ")
+            ));
+        }
+    }
+}
+
+/// Plans an approval: the named InstallPlan, or the only one waiting in the namespace.
+pub fn plan_approval(
+    ips: &[InstallPlan],
+    subs: &[Subscription],
+    name: Option<&str>,
+    namespace: &str,
+    catalog: Option<&PackageView>,
+) -> Result<ApprovalPlan, PlanChangeError> {
+    let ip = install_plan_to_approve(ips, name, namespace)?;
     let sub = subs
         .iter()
         .find(|s| s.status.install_plan_name() == Some(ip.metadata.name.as_str()))
@@ -540,32 +586,7 @@ pub fn plan_approval(
             }
         ));
         if let Some(cat) = catalog.filter(|c| c.name == s.spec.name) {
-            if let Some(v) = cat.version(&target) {
-                lines.push(format!("{target} is version {v} in the local catalog"));
-            }
-            if let Ok(path) = cat.upgrade_path(&s.spec.channel, &target) {
-                if path.steps.is_empty() {
-                    lines.push(format!(
-                        "after it, the channel has no further upgrade ({})",
-                        if path.reaches_head
-                            || cat.head(&s.spec.channel).as_deref() == Some(&target)
-                        {
-                            "it is the head"
-                        } else {
-                            "it is not connected to the head"
-                        }
-                    ));
-                } else {
-                    lines.push(format!(
-                        "after it, the channel leads on to {} (each needs its own approval)",
-                        path.steps
-                            .iter()
-                            .map(|s| s.to.as_str())
-                            .collect::<Vec<_>>()
-                            .join(" -> ")
-                    ));
-                }
-            }
+            catalog_lines(cat, &s.spec.channel, &target, &mut lines);
         }
     }
     Ok(ApprovalPlan {

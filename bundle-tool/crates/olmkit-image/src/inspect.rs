@@ -154,6 +154,49 @@ fn str_map(v: Option<&Value>) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
+/// The manifest's layers, with the config's diff IDs and (for the layers that are not empty)
+/// the history line that made each.
+fn layer_infos(m: &Value, c: &Value) -> Vec<LayerInfo> {
+    let diff_ids = str_list(c.pointer("/rootfs/diff_ids"));
+    let history: Vec<String> = c
+        .get("history")
+        .and_then(Value::as_array)
+        .map(|h| {
+            h.iter()
+                .filter(|e| e.get("empty_layer").and_then(Value::as_bool) != Some(true))
+                .map(|e| {
+                    e.get("created_by")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    m.get("layers")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, l)| LayerInfo {
+            digest: l
+                .get("digest")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            size: l.get("size").and_then(Value::as_u64).unwrap_or_default(),
+            media_type: l
+                .get("mediaType")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            diff_id: diff_ids.get(i).cloned(),
+            created_by: history.get(i).filter(|h| !h.is_empty()).cloned(),
+        })
+        .collect()
+}
+
 /// Builds the report from manifest and config documents.
 pub fn describe(
     name: &str,
@@ -175,45 +218,7 @@ pub fn describe(
         .and_then(Value::as_str)
         .ok_or_else(|| malformed("manifest", "field config.digest: missing".into()))?
         .to_string();
-    let diff_ids = str_list(c.pointer("/rootfs/diff_ids"));
-    let history: Vec<String> = c
-        .get("history")
-        .and_then(Value::as_array)
-        .map(|h| {
-            h.iter()
-                .filter(|e| e.get("empty_layer").and_then(Value::as_bool) != Some(true))
-                .map(|e| {
-                    e.get("created_by")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string()
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let layers: Vec<LayerInfo> = m
-        .get("layers")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-        .map(|(i, l)| LayerInfo {
-            digest: l
-                .get("digest")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            size: l.get("size").and_then(Value::as_u64).unwrap_or_default(),
-            media_type: l
-                .get("mediaType")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            diff_id: diff_ids.get(i).cloned(),
-            created_by: history.get(i).filter(|h| !h.is_empty()).cloned(),
-        })
-        .collect();
+    let layers = layer_infos(&m, &c);
     let rc = c.get("config");
     let field = |k: &str| rc.and_then(|r| r.get(k));
     let mut exposed_ports: Vec<String> = field("ExposedPorts")

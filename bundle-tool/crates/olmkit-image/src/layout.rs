@@ -610,13 +610,14 @@ fn host_arch() -> &'static str {
     }
 }
 
-/// Reads the image named `name` (or the only image, when `name` is `None`), verifying every
-/// blob against its digest. A nested index (multi-platform image) resolves to its linux entry
-/// for this machine's architecture.
-pub fn read_from_layout(dir: &Path, name: Option<&str>) -> Result<Image, ReadLayoutError> {
-    let entries = list_layout(dir)?;
+/// The layout's image named `name`, or its only image.
+fn layout_entry<'e>(
+    dir: &Path,
+    entries: &'e [LayoutEntry],
+    name: Option<&str>,
+) -> Result<&'e LayoutEntry, ReadLayoutError> {
     let available: Vec<String> = entries.iter().filter_map(|e| e.ref_name.clone()).collect();
-    let entry = match name {
+    Ok(match name {
         Some(n) => entries
             .iter()
             .find(|e| e.ref_name.as_deref() == Some(n))
@@ -625,7 +626,7 @@ pub fn read_from_layout(dir: &Path, name: Option<&str>) -> Result<Image, ReadLay
                 name: n.to_string(),
                 available: available.clone(),
             })?,
-        None => match entries.as_slice() {
+        None => match entries {
             [only] => only,
             _ => {
                 return Err(ReadLayoutError::Ambiguous {
@@ -635,7 +636,73 @@ pub fn read_from_layout(dir: &Path, name: Option<&str>) -> Result<Image, ReadLay
                 });
             }
         },
-    };
+    })
+}
+
+/// The manifest of an image index (multi-platform image) for linux on this machine's
+/// architecture (or its only one): its digest and size.
+fn platform_manifest(
+    dir: &Path,
+    value: &Value,
+    index: &Digest,
+) -> Result<(Digest, Option<u64>), ReadLayoutError> {
+    let pick = value
+        .get("manifests")
+        .and_then(Value::as_array)
+        .and_then(|ms| {
+            ms.iter()
+                .find(|m| {
+                    m.pointer("/platform/os").and_then(Value::as_str) == Some("linux")
+                        && m.pointer("/platform/architecture").and_then(Value::as_str)
+                            == Some(host_arch())
+                })
+                .or_else(|| if ms.len() == 1 { ms.first() } else { None })
+        })
+        .ok_or_else(|| ReadLayoutError::Parse {
+            path: dir.join(blob_rel(index)),
+            reason: format!("image index has no linux/{} image", host_arch()),
+        })?;
+    let digest = pick
+        .get("digest")
+        .and_then(Value::as_str)
+        .and_then(|d| d.parse().ok())
+        .ok_or_else(|| ReadLayoutError::Parse {
+            path: dir.join(blob_rel(index)),
+            reason: "nested manifest has no valid digest".into(),
+        })?;
+    let size = pick.get("size").and_then(Value::as_u64);
+    Ok((digest, size))
+}
+
+/// The digest, size and media type of a descriptor (`field` of the manifest at
+/// `manifest_path`).
+fn read_descriptor(
+    v: &Value,
+    field: &str,
+    manifest_path: &Path,
+) -> Result<(Digest, Option<u64>, String), ReadLayoutError> {
+    let d = v
+        .get("digest")
+        .and_then(Value::as_str)
+        .and_then(|d| d.parse().ok())
+        .ok_or_else(|| ReadLayoutError::Parse {
+            path: manifest_path.to_path_buf(),
+            reason: format!("field {field}.digest: missing or not a sha256 digest"),
+        })?;
+    let media = v
+        .get("mediaType")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    Ok((d, v.get("size").and_then(Value::as_u64), media))
+}
+
+/// Reads the image named `name` (or the only image, when `name` is `None`), verifying every
+/// blob against its digest. A nested index (multi-platform image) resolves to its linux entry
+/// for this machine's architecture.
+pub fn read_from_layout(dir: &Path, name: Option<&str>) -> Result<Image, ReadLayoutError> {
+    let entries = list_layout(dir)?;
+    let entry = layout_entry(dir, &entries, name)?;
     let mut digest = entry.digest.clone();
     let mut size = Some(entry.size);
     let mut manifest = read_blob(dir, &digest, size)?;
@@ -645,31 +712,7 @@ pub fn read_from_layout(dir: &Path, name: Option<&str>) -> Result<Image, ReadLay
             reason: format!("invalid manifest JSON: {e}"),
         })?;
     if value.get("manifests").is_some() {
-        let pick = value
-            .get("manifests")
-            .and_then(Value::as_array)
-            .and_then(|ms| {
-                ms.iter()
-                    .find(|m| {
-                        m.pointer("/platform/os").and_then(Value::as_str) == Some("linux")
-                            && m.pointer("/platform/architecture").and_then(Value::as_str)
-                                == Some(host_arch())
-                    })
-                    .or_else(|| if ms.len() == 1 { ms.first() } else { None })
-            })
-            .ok_or_else(|| ReadLayoutError::Parse {
-                path: dir.join(blob_rel(&digest)),
-                reason: format!("image index has no linux/{} image", host_arch()),
-            })?;
-        digest = pick
-            .get("digest")
-            .and_then(Value::as_str)
-            .and_then(|d| d.parse().ok())
-            .ok_or_else(|| ReadLayoutError::Parse {
-                path: dir.join(blob_rel(&entry.digest)),
-                reason: "nested manifest has no valid digest".into(),
-            })?;
-        size = pick.get("size").and_then(Value::as_u64);
+        (digest, size) = platform_manifest(dir, &value, &entry.digest)?;
         manifest = read_blob(dir, &digest, size)?;
         value = serde_json::from_slice(&manifest).map_err(|e| ReadLayoutError::Parse {
             path: dir.join(blob_rel(&digest)),
@@ -677,28 +720,11 @@ pub fn read_from_layout(dir: &Path, name: Option<&str>) -> Result<Image, ReadLay
         })?;
     }
     let manifest_path = dir.join(blob_rel(&digest));
-    let descriptor =
-        |v: &Value, field: String| -> Result<(Digest, Option<u64>, String), ReadLayoutError> {
-            let d = v
-                .get("digest")
-                .and_then(Value::as_str)
-                .and_then(|d| d.parse().ok())
-                .ok_or_else(|| ReadLayoutError::Parse {
-                    path: manifest_path.clone(),
-                    reason: format!("field {field}.digest: missing or not a sha256 digest"),
-                })?;
-            let media = v
-                .get("mediaType")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            Ok((d, v.get("size").and_then(Value::as_u64), media))
-        };
     let config_desc = value.get("config").ok_or_else(|| ReadLayoutError::Parse {
         path: manifest_path.clone(),
         reason: "field config: missing (not an image manifest)".into(),
     })?;
-    let (cd, cs, _) = descriptor(config_desc, "config".into())?;
+    let (cd, cs, _) = read_descriptor(config_desc, "config", &manifest_path)?;
     let config = read_blob(dir, &cd, cs)?;
     let mut layers = Vec::new();
     for (i, l) in value
@@ -709,7 +735,7 @@ pub fn read_from_layout(dir: &Path, name: Option<&str>) -> Result<Image, ReadLay
         .iter()
         .enumerate()
     {
-        let (ld, ls, media) = descriptor(l, format!("layers[{i}]"))?;
+        let (ld, ls, media) = read_descriptor(l, &format!("layers[{i}]"), &manifest_path)?;
         let data = read_blob(dir, &ld, ls)?;
         layers.push(Blob {
             media_type: media,

@@ -405,114 +405,147 @@ impl Unpacker<'_> {
                 message: format!("layer {}: not a tar archive: {e}", layer.digest),
             })?;
             for entry in entries {
-                let mut entry = entry.map_err(|e| PullError::Malformed {
+                let entry = entry.map_err(|e| PullError::Malformed {
                     image: self.image.clone(),
                     message: format!("layer {}: {e}", layer.digest),
                 })?;
-                let raw =
-                    entry
-                        .path()
-                        .map(|p| p.into_owned())
-                        .map_err(|e| PullError::Malformed {
-                            image: self.image.clone(),
-                            message: format!("layer {}: entry name: {e}", layer.digest),
-                        })?;
-                let path = entry_path(&raw).map_err(|m| self.entry_err(layer, &raw, m))?;
-                let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-                    continue;
-                };
-                // Whiteouts (the OCI image spec's layer changesets).
-                if name == ".wh..wh..opq" {
-                    if let Some(dir) = path.parent() {
-                        let full = self.root.join(dir);
-                        if let Ok(rd) = std::fs::read_dir(&full) {
-                            for e in rd.flatten() {
-                                self.remove(&dir.join(e.file_name()))?;
-                            }
-                        }
-                    }
-                    continue;
-                }
-                if let Some(gone) = name.strip_prefix(".wh.") {
-                    let p = path.with_file_name(gone);
-                    self.remove(&p)?;
-                    continue;
-                }
-                if !self.wanted(&path) {
-                    continue;
-                }
-                let kind = entry.header().entry_type();
-                if kind.is_dir() {
-                    self.mkdirs(&path)?;
-                } else if kind.is_file() {
-                    let size = entry.header().size().unwrap_or(u64::MAX);
-                    if size > self.file_limit.bytes {
-                        return Err(self.entry_err(
-                            layer,
-                            &path,
-                            format!(
-                                "{size} bytes, over the {} bytes allowed for {}",
-                                self.file_limit.bytes, self.file_limit.what
-                            ),
-                        ));
-                    }
-                    if self.written + size > self.limits.written {
-                        return Err(self.entry_err(
-                            layer,
-                            &path,
-                            format!(
-                                "the image's files exceed {} bytes in all",
-                                self.limits.written
-                            ),
-                        ));
-                    }
-                    self.remove(&path)?;
-                    if let Some(parent) = path.parent() {
-                        self.mkdirs(parent)?;
-                    }
-                    let full = self.root.join(&path);
-                    let mut out = std::fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .open(&full)
-                        .map_err(Self::write_err(full.clone()))?;
-                    let copied = std::io::copy(&mut (&mut entry).take(size), &mut out)
-                        .map_err(|e| self.entry_err(layer, &path, e.to_string()))?;
-                    if copied != size {
-                        return Err(self.entry_err(layer, &path, "truncated"));
-                    }
-                    out.flush().map_err(Self::write_err(full))?;
-                    self.written += size;
-                    self.files.insert(path);
-                } else if kind.is_symlink() || kind.is_hard_link() {
-                    let target = entry
-                        .link_name()
-                        .ok()
-                        .flatten()
-                        .map(|t| t.into_owned())
-                        .unwrap_or_default();
-                    let hard = kind.is_hard_link();
-                    // A hard link names a path from the image root; a symbolic one is
-                    // relative to its directory unless absolute.
-                    let resolved = if hard {
-                        entry_path(&target).ok()
-                    } else {
-                        resolve_in_image(&path, &target)
-                    };
-                    let Some(resolved) = resolved else {
-                        return Err(self.entry_err(
-                            layer,
-                            &path,
-                            format!("link to {} leads out of the image root", target.display()),
-                        ));
-                    };
-                    self.remove(&path)?;
-                    self.links.insert(path, (resolved, hard));
-                }
-                // Devices, FIFOs and the rest: not part of a bundle or catalog; skipped.
+                self.unpack_entry(layer, entry)?;
             }
         }
         self.decompressed = used;
+        Ok(())
+    }
+
+    /// Applies one entry of a layer: a whiteout, a directory, a file or a link (of the wanted
+    /// paths).
+    fn unpack_entry(
+        &mut self,
+        layer: &LayerRef,
+        mut entry: tar::Entry<'_, impl Read>,
+    ) -> Result<(), PullError> {
+        let raw = entry
+            .path()
+            .map(|p| p.into_owned())
+            .map_err(|e| PullError::Malformed {
+                image: self.image.clone(),
+                message: format!("layer {}: entry name: {e}", layer.digest),
+            })?;
+        let path = entry_path(&raw).map_err(|m| self.entry_err(layer, &raw, m))?;
+        let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+            return Ok(());
+        };
+        // Whiteouts (the OCI image spec's layer changesets).
+        if name == ".wh..wh..opq" {
+            if let Some(dir) = path.parent() {
+                let full = self.root.join(dir);
+                if let Ok(rd) = std::fs::read_dir(&full) {
+                    for e in rd.flatten() {
+                        self.remove(&dir.join(e.file_name()))?;
+                    }
+                }
+            }
+            return Ok(());
+        }
+        if let Some(gone) = name.strip_prefix(".wh.") {
+            let p = path.with_file_name(gone);
+            self.remove(&p)?;
+            return Ok(());
+        }
+        if !self.wanted(&path) {
+            return Ok(());
+        }
+        let kind = entry.header().entry_type();
+        if kind.is_dir() {
+            self.mkdirs(&path)?;
+        } else if kind.is_file() {
+            self.unpack_file(layer, path, &mut entry)?;
+        } else if kind.is_symlink() || kind.is_hard_link() {
+            self.record_link(layer, path, &entry, kind.is_hard_link())?;
+        }
+        // Devices, FIFOs and the rest: not part of a bundle or catalog; skipped.
+        Ok(())
+    }
+
+    /// Writes one regular file, within the per-file and whole-image limits.
+    fn unpack_file(
+        &mut self,
+        layer: &LayerRef,
+        path: PathBuf,
+        entry: &mut tar::Entry<'_, impl Read>,
+    ) -> Result<(), PullError> {
+        let size = entry.header().size().unwrap_or(u64::MAX);
+        if size > self.file_limit.bytes {
+            return Err(self.entry_err(
+                layer,
+                &path,
+                format!(
+                    "{size} bytes, over the {} bytes allowed for {}",
+                    self.file_limit.bytes, self.file_limit.what
+                ),
+            ));
+        }
+        if self.written + size > self.limits.written {
+            return Err(self.entry_err(
+                layer,
+                &path,
+                format!(
+                    "the image's files exceed {} bytes in all",
+                    self.limits.written
+                ),
+            ));
+        }
+        self.remove(&path)?;
+        if let Some(parent) = path.parent() {
+            self.mkdirs(parent)?;
+        }
+        let full = self.root.join(&path);
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&full)
+            .map_err(Self::write_err(full.clone()))?;
+        let copied = std::io::copy(&mut entry.take(size), &mut out)
+            .map_err(|e| self.entry_err(layer, &path, e.to_string()))?;
+        if copied != size {
+            return Err(self.entry_err(layer, &path, "truncated"));
+        }
+        out.flush().map_err(Self::write_err(full))?;
+        self.written += size;
+        self.files.insert(path);
+        Ok(())
+    }
+
+    /// Records a link, resolved inside the image root, to be made a copy once every layer is
+    /// unpacked.
+    fn record_link(
+        &mut self,
+        layer: &LayerRef,
+        path: PathBuf,
+        entry: &tar::Entry<'_, impl Read>,
+        hard: bool,
+    ) -> Result<(), PullError> {
+        let target = entry
+            .link_name()
+            .ok()
+            .flatten()
+            .map(|t| t.into_owned())
+            .unwrap_or_default();
+        // A hard link names a path from the image root; a symbolic one is
+        // relative to its directory unless absolute.
+        let resolved = if hard {
+            entry_path(&target).ok()
+        } else {
+            resolve_in_image(&path, &target)
+        };
+        let Some(resolved) = resolved else {
+            return Err(self.entry_err(
+                layer,
+                &path,
+                format!("link to {} leads out of the image root", target.display()),
+            ));
+        };
+        self.remove(&path)?;
+        self.links.insert(path, (resolved, hard));
         Ok(())
     }
 
@@ -771,6 +804,83 @@ fn finish(
     })
 }
 
+/// The layout's image named `name`, or its only image; why not otherwise.
+fn layout_entry<'e>(
+    entries: &'e [crate::layout::LayoutEntry],
+    name: Option<&str>,
+    dir: &Path,
+) -> Result<&'e crate::layout::LayoutEntry, String> {
+    let names: Vec<String> = entries.iter().filter_map(|e| e.ref_name.clone()).collect();
+    match name {
+        Some(n) => entries
+            .iter()
+            .find(|e| e.ref_name.as_deref() == Some(n))
+            .ok_or_else(|| {
+                format!(
+                    "no image named {n} in the layout (it has: {})",
+                    names.join(", ")
+                )
+            }),
+        None => match entries {
+            [only] => Ok(only),
+            _ => Err(format!(
+                "the layout has {} images: name one as oci:{}:REF ({})",
+                entries.len(),
+                dir.display(),
+                names.join(", ")
+            )),
+        },
+    }
+}
+
+/// Unpacks one layer blob of the layout of `image`, checking its size and digest.
+fn unpack_layout_layer(
+    image: &str,
+    root: &InputRoot,
+    l: &LayerRef,
+    u: &mut Unpacker<'_>,
+    layer_limit: SizeLimit,
+) -> Result<(), PullError> {
+    let layout_err = |m: String| PullError::Layout {
+        image: image.to_string(),
+        message: m,
+    };
+    let file = root
+        .open(&blob_rel(&l.digest))
+        .map_err(|e| layout_err(e.to_string()))?;
+    file.check_size(layer_limit)
+        .map_err(|e| layout_err(e.to_string()))?;
+    if file.len() != l.size {
+        return Err(layout_err(format!(
+            "layer {}: {} bytes on disk, the manifest says {}",
+            l.digest,
+            file.len(),
+            l.size
+        )));
+    }
+    let mut hashing = Hashing {
+        inner: file.file(),
+        hasher: Sha256::new(),
+        read: 0,
+    };
+    {
+        let reader = decompressed(&l.media_type, std::io::BufReader::new(&mut hashing))
+            .map_err(|m| layout_err(format!("layer {}: {m}", l.digest)))?;
+        u.unpack_layer(l, reader)?;
+    }
+    // The rest of the blob (tar padding after the end marker) counts for the digest.
+    std::io::copy(&mut hashing, &mut std::io::sink())
+        .map_err(|e| layout_err(format!("layer {}: {e}", l.digest)))?;
+    let got = format!("sha256:{}", hex::encode(hashing.hasher.finalize()));
+    if got != l.digest.to_string() {
+        return Err(layout_err(format!(
+            "layer {}: content digest is {got}",
+            l.digest
+        )));
+    }
+    Ok(())
+}
+
 /// Unpacks image `name` (or the only one) of the OCI layout `dir` into `dest` (an empty
 /// directory), reading every blob through the confined opener and checking its digest.
 pub fn unpack_from_layout(
@@ -788,29 +898,7 @@ pub fn unpack_from_layout(
         message: m,
     };
     let entries = crate::layout::list_layout(dir).map_err(|e| layout_err(e.to_string()))?;
-    let names: Vec<String> = entries.iter().filter_map(|e| e.ref_name.clone()).collect();
-    let entry = match name {
-        Some(n) => entries
-            .iter()
-            .find(|e| e.ref_name.as_deref() == Some(n))
-            .ok_or_else(|| {
-                layout_err(format!(
-                    "no image named {n} in the layout (it has: {})",
-                    names.join(", ")
-                ))
-            })?,
-        None => match entries.as_slice() {
-            [only] => only,
-            _ => {
-                return Err(layout_err(format!(
-                    "the layout has {} images: name one as oci:{}:REF ({})",
-                    entries.len(),
-                    dir.display(),
-                    names.join(", ")
-                )));
-            }
-        },
-    };
+    let entry = layout_entry(&entries, name, dir).map_err(layout_err)?;
     let root = InputRoot::new(dir).map_err(|e| layout_err(e.to_string()))?;
     let doc_limit = SizeLimit {
         bytes: limits.document,
@@ -851,39 +939,7 @@ pub fn unpack_from_layout(
         what: "an image layer",
     };
     for l in &layers {
-        let file = root
-            .open(&blob_rel(&l.digest))
-            .map_err(|e| layout_err(e.to_string()))?;
-        file.check_size(layer_limit)
-            .map_err(|e| layout_err(e.to_string()))?;
-        if file.len() != l.size {
-            return Err(layout_err(format!(
-                "layer {}: {} bytes on disk, the manifest says {}",
-                l.digest,
-                file.len(),
-                l.size
-            )));
-        }
-        let mut hashing = Hashing {
-            inner: file.file(),
-            hasher: Sha256::new(),
-            read: 0,
-        };
-        {
-            let reader = decompressed(&l.media_type, std::io::BufReader::new(&mut hashing))
-                .map_err(|m| layout_err(format!("layer {}: {m}", l.digest)))?;
-            u.unpack_layer(l, reader)?;
-        }
-        // The rest of the blob (tar padding after the end marker) counts for the digest.
-        std::io::copy(&mut hashing, &mut std::io::sink())
-            .map_err(|e| layout_err(format!("layer {}: {e}", l.digest)))?;
-        let got = format!("sha256:{}", hex::encode(hashing.hasher.finalize()));
-        if got != l.digest.to_string() {
-            return Err(layout_err(format!(
-                "layer {}: content digest is {got}",
-                l.digest
-            )));
-        }
+        unpack_layout_layer(&image, &root, l, &mut u, layer_limit)?;
     }
     finish(u, labels, digest.to_string(), kind)
 }
@@ -926,6 +982,84 @@ impl tokio::io::AsyncWrite for CappedFile {
     ) -> std::task::Poll<std::io::Result<()>> {
         std::pin::Pin::new(&mut self.file).poll_shutdown(cx)
     }
+}
+
+/// Downloads one layer into a temporary file in `spool_dir` (bounded by its declared size),
+/// checks it against its digest while unpacking it, then removes the file.
+async fn pull_layer(
+    session: &Session,
+    r: &Reference,
+    image: &str,
+    spool_dir: &Path,
+    l: &LayerRef,
+    u: &mut Unpacker<'_>,
+) -> Result<(), PullError> {
+    let spool = tempfile::NamedTempFile::new_in(spool_dir).map_err(|source| PullError::Write {
+        path: spool_dir.to_path_buf(),
+        source,
+    })?;
+    let digest_s = l.digest.to_string();
+    session
+        .call("fetch layer", r, || async {
+            let file = tokio::fs::File::create(spool.path()).await?;
+            let mut w = CappedFile {
+                file,
+                written: 0,
+                max: l.size,
+            };
+            session
+                .client
+                .pull_blob(r, digest_s.as_str(), &mut w)
+                .await?;
+            tokio::io::AsyncWriteExt::flush(&mut w).await?;
+            Ok(())
+        })
+        .await
+        .map_err(|error| PullError::Registry {
+            reference: image.to_string(),
+            error,
+        })?;
+    let file = std::fs::File::open(spool.path()).map_err(|source| PullError::Write {
+        path: spool.path().to_path_buf(),
+        source,
+    })?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if len != l.size {
+        return Err(PullError::Malformed {
+            image: image.to_string(),
+            message: format!(
+                "layer {}: received {len} bytes, the manifest says {}",
+                l.digest, l.size
+            ),
+        });
+    }
+    let mut hashing = Hashing {
+        inner: file,
+        hasher: Sha256::new(),
+        read: 0,
+    };
+    {
+        let reader =
+            decompressed(&l.media_type, std::io::BufReader::new(&mut hashing)).map_err(|m| {
+                PullError::Malformed {
+                    image: image.to_string(),
+                    message: format!("layer {}: {m}", l.digest),
+                }
+            })?;
+        u.unpack_layer(l, reader)?;
+    }
+    std::io::copy(&mut hashing, &mut std::io::sink()).map_err(|source| PullError::Write {
+        path: spool.path().to_path_buf(),
+        source,
+    })?;
+    let got = format!("sha256:{}", hex::encode(hashing.hasher.finalize()));
+    if got != digest_s || hashing.read != l.size {
+        return Err(PullError::Malformed {
+            image: image.to_string(),
+            message: format!("layer {}: content digest is {got}", l.digest),
+        });
+    }
+    Ok(())
 }
 
 /// Pulls `reference` from its registry and unpacks it into `dest` (an empty directory); each
@@ -995,67 +1129,7 @@ pub async fn pull_from_registry(
     let spool_dir = dest.parent().unwrap_or(dest);
     let mut u = unpacker(&image, dest, &kind, limits);
     for l in &layers {
-        let spool =
-            tempfile::NamedTempFile::new_in(spool_dir).map_err(|source| PullError::Write {
-                path: spool_dir.to_path_buf(),
-                source,
-            })?;
-        let digest_s = l.digest.to_string();
-        session
-            .call("fetch layer", &r, || async {
-                let file = tokio::fs::File::create(spool.path()).await?;
-                let mut w = CappedFile {
-                    file,
-                    written: 0,
-                    max: l.size,
-                };
-                session
-                    .client
-                    .pull_blob(&r, digest_s.as_str(), &mut w)
-                    .await?;
-                tokio::io::AsyncWriteExt::flush(&mut w).await?;
-                Ok(())
-            })
-            .await
-            .map_err(reg)?;
-        let file = std::fs::File::open(spool.path()).map_err(|source| PullError::Write {
-            path: spool.path().to_path_buf(),
-            source,
-        })?;
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        if len != l.size {
-            return Err(PullError::Malformed {
-                image: image.clone(),
-                message: format!(
-                    "layer {}: received {len} bytes, the manifest says {}",
-                    l.digest, l.size
-                ),
-            });
-        }
-        let mut hashing = Hashing {
-            inner: file,
-            hasher: Sha256::new(),
-            read: 0,
-        };
-        {
-            let reader = decompressed(&l.media_type, std::io::BufReader::new(&mut hashing))
-                .map_err(|m| PullError::Malformed {
-                    image: image.clone(),
-                    message: format!("layer {}: {m}", l.digest),
-                })?;
-            u.unpack_layer(l, reader)?;
-        }
-        std::io::copy(&mut hashing, &mut std::io::sink()).map_err(|source| PullError::Write {
-            path: spool.path().to_path_buf(),
-            source,
-        })?;
-        let got = format!("sha256:{}", hex::encode(hashing.hasher.finalize()));
-        if got != digest_s || hashing.read != l.size {
-            return Err(PullError::Malformed {
-                image: image.clone(),
-                message: format!("layer {}: content digest is {got}", l.digest),
-            });
-        }
+        pull_layer(&session, &r, &image, spool_dir, l, &mut u).await?;
     }
     finish(u, labels, digest, kind)
 }

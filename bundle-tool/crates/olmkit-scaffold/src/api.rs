@@ -424,6 +424,41 @@ fn api_path(project: &Project, snake: &str, file: &str) -> String {
     )
 }
 
+/// What the project holds of the kind before `create api` runs.
+struct Existing {
+    /// Every version of the kind in the project.
+    resources: Vec<Resource>,
+    /// The version `create api` names, if the project has it.
+    exact: Option<Resource>,
+    /// No version of the kind exists yet.
+    new_kind: bool,
+    /// One of its versions has a controller.
+    has_controller: bool,
+    /// The deploy-image options the kind was created with.
+    deploy_image: Option<DeployImageOptions>,
+}
+
+impl Existing {
+    fn of(project: &Project, options: &CreateApiOptions) -> Result<Self, ScaffoldError> {
+        let domain = &project.domain;
+        let resources: Vec<Resource> = project
+            .versions_of(&options.group, domain, &options.kind)
+            .cloned()
+            .collect();
+        let exact = resources
+            .iter()
+            .find(|r| r.version == options.version)
+            .cloned();
+        Ok(Self {
+            new_kind: resources.is_empty(),
+            has_controller: resources.iter().any(|r| r.controller),
+            deploy_image: project.deploy_image_of(&options.group, domain, &options.kind)?,
+            resources,
+            exact,
+        })
+    }
+}
+
 /// What `create api` adds or rewrites, given the project and the text of the files
 /// [`create_api_reads`] lists (those that exist).
 pub fn create_api(
@@ -432,26 +467,61 @@ pub fn create_api(
     options: &CreateApiOptions,
 ) -> Result<Changes, ScaffoldError> {
     validate(options)?;
-    let domain = project.domain.clone();
-    let existing: Vec<Resource> = project
-        .versions_of(&options.group, &domain, &options.kind)
-        .cloned()
-        .collect();
-    let exact = existing
-        .iter()
-        .find(|r| r.version == options.version)
-        .cloned();
-    let new_kind = existing.is_empty();
-    let with_api: Vec<&Resource> = existing.iter().filter(|r| r.api.is_some()).collect();
-    let has_controller = existing.iter().any(|r| r.controller);
-    let existing_di = project.deploy_image_of(&options.group, &domain, &options.kind)?;
+    let existing = Existing::of(project, options)?;
+    check_conflicts(project, options, &existing)?;
     let mut tree = Tree::new(files);
     let mut notes = Vec::new();
+    let storage_before = project.storage_version(&options.group, &project.domain, &options.kind);
+    let info = kind_info(
+        project,
+        &tree,
+        options,
+        &existing,
+        storage_before.as_deref(),
+    )?;
+    let add_controller = options.controller && !existing.has_controller;
+    if options.controller && existing.has_controller && options.resource {
+        notes.push(format!(
+            "{} has a controller already (src/controller/{}.rs); it reconciles the storage version, so none was added for {}",
+            options.kind, info.snake, options.version
+        ));
+    }
+    let mut after = project_after(project, options, &existing, &info, add_controller)?;
+    let hub = Hub::of(&after, options, storage_before);
+    if hub.multi() {
+        set_conversion_webhooks(&mut after, options, &hub);
+    }
+    let mut vars = info.vars(&after)?;
+    vars.set("version", options.version.clone())
+        .set("sample_file", info.sample_file(&hub.storage));
+    if options.resource {
+        api_files(&mut tree, &after, &info, &vars, options, existing.new_kind)?;
+        add_owned_crd(&mut tree, project, &info, options)?;
+        if hub.multi() {
+            conversion_files(&mut tree, project, &after, &info, &vars, &hub, options)?;
+        }
+    }
+    if add_controller {
+        controller_files(&mut tree, &after, &info, &vars)?;
+    }
+    tree.set(crate::project::FILE, after.render()?);
+    let mut files = tree.changes();
+    files.sort_by(|a, b| a.file.path.cmp(&b.file.path));
+    Ok(Changes { files, notes })
+}
 
+/// The flags that contradict the project: `create api` refuses them before changing anything.
+fn check_conflicts(
+    project: &Project,
+    options: &CreateApiOptions,
+    existing: &Existing,
+) -> Result<(), ScaffoldError> {
+    let domain = &project.domain;
+    let exact = &existing.exact;
     if project
         .resources
         .iter()
-        .any(|r| r.kind == options.kind && !r.same_kind(&options.group, &domain, &options.kind))
+        .any(|r| r.kind == options.kind && !r.same_kind(&options.group, domain, &options.kind))
     {
         return Err(conflict(
             "--kind",
@@ -462,7 +532,7 @@ pub fn create_api(
             Some("pick another --kind"),
         ));
     }
-    if options.deploy_image.is_some() && !new_kind {
+    if options.deploy_image.is_some() && !existing.new_kind {
         return Err(conflict(
             "--image",
             format!(
@@ -472,7 +542,7 @@ pub fn create_api(
             Some("add versions without the deploy-image flags"),
         ));
     }
-    if options.storage && (new_kind || !options.resource || exact.is_some()) {
+    if options.storage && (existing.new_kind || !options.resource || exact.is_some()) {
         return Err(conflict(
             "--storage",
             "makes a new version of an existing kind its storage version".into(),
@@ -480,7 +550,7 @@ pub fn create_api(
         ));
     }
     if options.resource
-        && let Some(e) = &exact
+        && let Some(e) = exact
         && e.api.is_some()
     {
         return Err(conflict(
@@ -499,7 +569,7 @@ pub fn create_api(
             Some("create its API types first (create api without --resource=false)"),
         ));
     }
-    if !options.resource && has_controller {
+    if !options.resource && existing.has_controller {
         return Err(conflict(
             "--controller",
             format!(
@@ -510,9 +580,20 @@ pub fn create_api(
             None,
         ));
     }
+    Ok(())
+}
 
-    // The kind's settings: from the flags for a new kind, from the project otherwise.
-    let namespaced = match with_api.first() {
+/// The kind's settings: from the flags for a new kind, from the project otherwise (its versions
+/// share them, so a flag that disagrees is refused).
+fn kind_info(
+    project: &Project,
+    tree: &Tree<'_>,
+    options: &CreateApiOptions,
+    existing: &Existing,
+    storage_before: Option<&str>,
+) -> Result<KindInfo, ScaffoldError> {
+    let domain = &project.domain;
+    let namespaced = match existing.resources.iter().find(|r| r.api.is_some()) {
         None => options.namespaced.unwrap_or(true),
         Some(r) => {
             let scoped = r.api.as_ref().is_some_and(|a| a.namespaced);
@@ -534,7 +615,7 @@ pub fn create_api(
             scoped
         }
     };
-    let plural = match existing.first() {
+    let plural = match existing.resources.first() {
         None => options
             .plural
             .clone()
@@ -555,8 +636,7 @@ pub fn create_api(
         }
     };
     let snake = names::snake(&options.kind);
-    let storage_before = project.storage_version(&options.group, &domain, &options.kind);
-    let short_names = match &storage_before {
+    let short_names = match storage_before {
         None => options.short_names.clone(),
         Some(v) => {
             let path = api_path(project, &snake, &format!("{v}.rs"));
@@ -581,55 +661,59 @@ pub fn create_api(
             image: d.image.clone(),
             run_as_user: d.run_as_user.map(|u| u.to_string()),
         }),
-        None => existing_di,
+        None => existing.deploy_image.clone(),
     };
     let info = KindInfo {
         group: options.group.clone(),
-        full_group: names::qualified_group(&options.group, &domain),
+        full_group: names::qualified_group(&options.group, domain),
         kind: options.kind.clone(),
-        snake: snake.clone(),
-        plural: plural.clone(),
+        snake,
+        plural,
         namespaced,
         short_names,
         deploy_image,
     };
     names::validate_subdomain("--group", &info.full_group)?;
+    Ok(info)
+}
 
-    // The project after the change.
+/// The project after the change: the new version (or the controller of an existing one) and,
+/// for a new deploy-image kind, its plugin entry.
+fn project_after(
+    project: &Project,
+    options: &CreateApiOptions,
+    existing: &Existing,
+    info: &KindInfo,
+    add_controller: bool,
+) -> Result<Project, ScaffoldError> {
+    let domain = &project.domain;
     let mut after = project.clone();
-    let add_controller = options.controller && !has_controller;
-    if options.controller && has_controller && options.resource {
-        notes.push(format!(
-            "{} has a controller already (src/controller/{snake}.rs); it reconciles the storage version, so none was added for {}",
-            options.kind, options.version
-        ));
-    }
     let api_crate = names::crate_name(&names::api_package(&project.project_name));
     if options.resource {
         after.resources.push(Resource {
             api: Some(ResourceApi {
                 crd_version: "v1".into(),
-                namespaced,
+                namespaced: info.namespaced,
             }),
             controller: add_controller,
             domain: domain.clone(),
             group: options.group.clone(),
             kind: options.kind.clone(),
-            path: Some(format!("{api_crate}::{snake}::{}", options.version)),
+            path: Some(format!("{api_crate}::{}::{}", info.snake, options.version)),
             plural: options
                 .plural
                 .clone()
                 .filter(|p| *p != names::plural(&options.kind))
-                .or_else(|| existing.first().and_then(|r| r.plural.clone())),
+                .or_else(|| existing.resources.first().and_then(|r| r.plural.clone())),
             version: options.version.clone(),
             webhooks: None,
         });
     } else if let Some(r) = after.resources.iter_mut().find(|r| {
-        r.same_kind(&options.group, &domain, &options.kind) && r.version == options.version
+        r.same_kind(&options.group, domain, &options.kind) && r.version == options.version
     }) {
         r.controller = true;
     }
-    if let (Some(d), true) = (&info.deploy_image, new_kind) {
+    if let (Some(d), true) = (&info.deploy_image, existing.new_kind) {
         let mut config = after.deploy_image()?;
         config.resources.push(DeployImageResource {
             domain: domain.clone(),
@@ -640,103 +724,115 @@ pub fn create_api(
         });
         after.set_deploy_image(&config)?;
     }
-    // Versions and the hub after the change.
-    let mut versions: Vec<String> = after
-        .versions_of(&options.group, &domain, &options.kind)
-        .filter(|r| r.api.is_some())
-        .map(|r| r.version.clone())
-        .collect();
-    versions.sort_by_key(|v| version_key(v));
-    let storage = if options.storage {
-        options.version.clone()
-    } else {
-        storage_before
-            .clone()
-            .unwrap_or_else(|| options.version.clone())
-    };
-    let multi = versions.len() > 1;
-    if multi {
-        for r in after.resources.iter_mut() {
-            if r.same_kind(&options.group, &domain, &options.kind) && r.api.is_some() {
-                r.webhooks = (r.version == storage).then(|| Webhooks {
-                    conversion: true,
-                    spoke: versions
-                        .iter()
-                        .filter(|v| **v != storage)
-                        .cloned()
-                        .collect(),
-                    webhook_version: "v1".into(),
-                });
-            }
+    Ok(after)
+}
+
+/// The kind's versions after the change and its hub, the storage version.
+struct Hub {
+    /// The versions with API types, oldest first.
+    versions: Vec<String>,
+    /// The storage version after the change.
+    storage: String,
+    /// The storage version before it (`None` for a new kind).
+    storage_before: Option<String>,
+}
+
+impl Hub {
+    fn of(after: &Project, options: &CreateApiOptions, storage_before: Option<String>) -> Self {
+        let mut versions: Vec<String> = after
+            .versions_of(&options.group, &after.domain, &options.kind)
+            .filter(|r| r.api.is_some())
+            .map(|r| r.version.clone())
+            .collect();
+        versions.sort_by_key(|v| version_key(v));
+        let storage = if options.storage {
+            options.version.clone()
+        } else {
+            storage_before
+                .clone()
+                .unwrap_or_else(|| options.version.clone())
+        };
+        Self {
+            versions,
+            storage,
+            storage_before,
         }
     }
 
-    let mut vars = info.vars(&after)?;
-    vars.set("version", options.version.clone())
-        .set("sample_file", info.sample_file(&storage));
-    if options.resource {
-        api_files(&mut tree, &after, &info, &vars, options, new_kind)?;
-        let role = if info.deploy_image.is_some() {
-            vec!["Deployment"]
-        } else {
-            vec![]
-        };
-        let spec: Vec<(&str, &str, &str, &[&str])> = match &info.deploy_image {
-            Some(d) => {
-                let mut s: Vec<(&str, &str, &str, &[&str])> = vec![(
-                    "size",
-                    "Size",
-                    "Number of pods running the image.",
-                    &["urn:alm:descriptor:com.tectonic.ui:podCount"],
-                )];
-                if d.container_port.is_some() {
-                    s.push((
-                        "containerPort",
-                        "Container Port",
-                        "Port the container listens on.",
-                        &["urn:alm:descriptor:com.tectonic.ui:number"],
-                    ));
-                }
-                s
-            }
-            None => vec![],
-        };
-        let csv_path = csv::path(&project.project_name);
-        let text = csv::add_owned(
-            &csv_path,
-            tree.read(&csv_path)?,
-            &csv::Owned {
-                name: &info.crd_name(),
-                kind: &info.kind,
-                version: &options.version,
-                display_name: &names::title(&info.kind),
-                description: format!("A {} ({}/{}).", info.kind, info.full_group, options.version),
-                resources: &role,
-                spec,
-            },
-        )?;
-        tree.set(&csv_path, text);
-        if multi {
-            conversion_files(
-                &mut tree,
-                project,
-                &after,
-                &info,
-                &vars,
-                &versions,
-                &storage,
-                storage_before.as_deref(),
-                options,
-            )?;
+    /// The kind has more than one version, so objects are converted between them.
+    fn multi(&self) -> bool {
+        self.versions.len() > 1
+    }
+}
+
+/// Marks the hub's entry in the PROJECT file as serving the conversion to its spokes.
+fn set_conversion_webhooks(after: &mut Project, options: &CreateApiOptions, hub: &Hub) {
+    let domain = after.domain.clone();
+    for r in after.resources.iter_mut() {
+        if r.same_kind(&options.group, &domain, &options.kind) && r.api.is_some() {
+            r.webhooks = (r.version == hub.storage).then(|| Webhooks {
+                conversion: true,
+                spoke: hub
+                    .versions
+                    .iter()
+                    .filter(|v| **v != hub.storage)
+                    .cloned()
+                    .collect(),
+                webhook_version: "v1".into(),
+            });
         }
     }
-    if add_controller {
-        controller_files(&mut tree, &after, &info, &vars)?;
-    }
-    tree.set(crate::project::FILE, after.render()?);
-    let mut files = tree.changes();
-    files.sort_by(|a, b| a.file.path.cmp(&b.file.path));
-    Ok(Changes { files, notes })
+}
+
+/// Adds the new version to the base CSV's owned CRDs, with the spec descriptors of a
+/// deploy-image kind.
+fn add_owned_crd(
+    tree: &mut Tree<'_>,
+    project: &Project,
+    info: &KindInfo,
+    options: &CreateApiOptions,
+) -> Result<(), ScaffoldError> {
+    let role = if info.deploy_image.is_some() {
+        vec!["Deployment"]
+    } else {
+        vec![]
+    };
+    let spec: Vec<(&str, &str, &str, &[&str])> = match &info.deploy_image {
+        Some(d) => {
+            let mut s: Vec<(&str, &str, &str, &[&str])> = vec![(
+                "size",
+                "Size",
+                "Number of pods running the image.",
+                &["urn:alm:descriptor:com.tectonic.ui:podCount"],
+            )];
+            if d.container_port.is_some() {
+                s.push((
+                    "containerPort",
+                    "Container Port",
+                    "Port the container listens on.",
+                    &["urn:alm:descriptor:com.tectonic.ui:number"],
+                ));
+            }
+            s
+        }
+        None => vec![],
+    };
+    let csv_path = csv::path(&project.project_name);
+    let text = csv::add_owned(
+        &csv_path,
+        tree.read(&csv_path)?,
+        &csv::Owned {
+            name: &info.crd_name(),
+            kind: &info.kind,
+            version: &options.version,
+            display_name: &names::title(&info.kind),
+            description: format!("A {} ({}/{}).", info.kind, info.full_group, options.version),
+            resources: &role,
+            spec,
+        },
+    )?;
+    tree.set(&csv_path, text);
+    Ok(())
 }
 
 /// The API types of a new version: the version file, the kind module, the sample, and for a
@@ -855,199 +951,258 @@ fn kind_module(project: &Project, info: &KindInfo) -> Result<String, ScaffoldErr
     render("kind_mod.rs", KIND_MOD_RS, &v)
 }
 
+/// The conversion code a new version adds: the `impl`s, their tests, and the spokes whose tests
+/// need an object strategy.
+struct NewConversions {
+    body: String,
+    tests: String,
+    strategies_needed: Vec<String>,
+}
+
 /// The conversion between the kind's versions, and the webhook that serves it.
-#[allow(clippy::too_many_arguments)]
 fn conversion_files(
     tree: &mut Tree<'_>,
     before: &Project,
     after: &Project,
     info: &KindInfo,
     vars: &Vars,
-    versions: &[String],
-    storage: &str,
-    storage_before: Option<&str>,
+    hub: &Hub,
     options: &CreateApiOptions,
 ) -> Result<(), ScaffoldError> {
-    let snake = &info.snake;
+    let new = new_conversions(tree, after, info, hub, options)?;
+    let path = api_path(after, &info.snake, "conversion.rs");
+    if tree.exists(&path) {
+        let text = extend_conversion_file(tree, after, info, hub, &path, &new)?;
+        tree.set(&path, text);
+    } else {
+        let mut modules = hub.versions.to_vec();
+        modules.sort();
+        tree.set(
+            &path,
+            conversion::file(&info.kind, &hub.storage, &modules, &new.body, &new.tests),
+        );
+    }
+    let was_multi = before
+        .versions_of(&info.group, &before.domain, &info.kind)
+        .filter(|r| r.api.is_some())
+        .count()
+        > 1;
+    if !was_multi {
+        first_conversion_of_kind(tree, before, after, info, vars)?;
+    }
+    Ok(())
+}
+
+/// The fields of one version's API types, read from its file in the tree.
+fn version_fields(
+    tree: &Tree<'_>,
+    after: &Project,
+    info: &KindInfo,
+    version: &str,
+) -> Result<VersionFields, ScaffoldError> {
+    let path = api_path(after, &info.snake, &format!("{version}.rs"));
+    conversion::parse_version(&path, tree.read(&path)?, &info.kind, version)
+}
+
+/// The conversions the new version needs: to the hub, or, when it becomes the hub, from the old
+/// hub and through it from the other spokes.
+fn new_conversions(
+    tree: &Tree<'_>,
+    after: &Project,
+    info: &KindInfo,
+    hub: &Hub,
+    options: &CreateApiOptions,
+) -> Result<NewConversions, ScaffoldError> {
     let kind = &info.kind;
-    let fields = |tree: &Tree<'_>, version: &str| -> Result<VersionFields, ScaffoldError> {
-        let path = api_path(after, snake, &format!("{version}.rs"));
-        conversion::parse_version(&path, tree.read(&path)?, kind, version)
-    };
+    let storage = hub.storage.as_str();
+    let fields = |version: &str| version_fields(tree, after, info, version);
     let k = conversion::Kind {
         kind,
         group: &info.full_group,
     };
     let new = &options.version;
-    let old_hub = storage_before.unwrap_or(storage);
-    let mut body = String::new();
-    let mut tests = String::new();
-    let mut strategies_needed: Vec<String> = Vec::new();
+    let old_hub = hub.storage_before.as_deref().unwrap_or(storage);
+    let mut out = NewConversions {
+        body: String::new(),
+        tests: String::new(),
+        strategies_needed: Vec::new(),
+    };
     if storage == new {
         // The new version is the hub: the old hub becomes its spoke, the other spokes reach
         // it through the old hub.
-        let (code, t) = conversion::spoke_impl(
-            &k,
-            new,
-            &fields(tree, new)?,
-            old_hub,
-            &fields(tree, old_hub)?,
-        );
-        body.push_str(&code);
-        tests.push_str(&t);
-        for spoke in versions.iter().filter(|v| **v != *new && **v != old_hub) {
-            body.push_str(&conversion::chained_impl(kind, new, old_hub, spoke));
-            tests.push_str(&conversion::chained_tests(kind, new, spoke));
-            strategies_needed.push(spoke.clone());
-        }
-    } else {
-        let (code, t) = conversion::spoke_impl(
-            &k,
-            storage,
-            &fields(tree, storage)?,
-            new,
-            &fields(tree, new)?,
-        );
-        body.push_str(&code);
-        tests.push_str(&t);
-    }
-    let path = api_path(after, snake, "conversion.rs");
-    let first = !tree.exists(&path);
-    if first {
-        let modules: Vec<String> = versions.to_vec();
-        let mut modules = modules;
-        modules.sort();
-        tree.set(
-            &path,
-            conversion::file(kind, storage, &modules, &body, &tests),
-        );
-    } else {
-        // Later conversions: a strategy for each version the tests use that has none yet.
-        let text = tree.read(&path)?.to_string();
-        let mut tests_text = tests.clone();
-        for v in &strategies_needed {
-            if !text.contains(&format!("fn {v}_object()"))
-                && !tests_text.contains(&format!("fn {v}_object()"))
-            {
-                let f = fields(tree, v)?;
-                tests_text = format!("{}{tests_text}", conversion::object_strategy(kind, v, &f));
-            }
-        }
-        let mut text = markers::insert(
-            &path,
-            &text,
-            "conversions",
-            &format!("{}\n", body.trim_end()),
-        )?;
-        // The tests of a new spoke may define strategies already there (the hub's).
-        let mut deduped = String::new();
-        for block in split_items(&tests_text) {
-            let name = block
-                .lines()
-                .find(|l| l.starts_with("fn "))
-                .map(|l| l.split('(').next().unwrap_or(l).to_string());
-            match name {
-                Some(n) if text.contains(&format!("    {n}(")) => {}
-                _ => deduped.push_str(&block),
-            }
-        }
-        text = markers::insert(&path, &text, "conversion-tests", deduped.trim_end())?;
-        // The module list of the `use super::{...}` line.
-        let old_use = text
-            .lines()
-            .find(|l| l.starts_with("use super::{") || l.starts_with("use super::"))
-            .map(String::from);
-        if let Some(old) = old_use {
-            let mut modules = versions.to_vec();
-            modules.sort();
-            let new_use = format!("use super::{{{}}};", modules.join(", "));
-            text = text.replacen(&old, &new_use, 1);
-        }
-        // The doc line naming the hub.
-        text = text.replacen(
-            &format!("through the hub `{old_hub}` (the storage version)"),
-            &format!("through the hub `{storage}` (the storage version)"),
-            1,
-        );
-        tree.set(&path, text);
-    }
-    let was_multi = before
-        .versions_of(&info.group, &before.domain, kind)
-        .filter(|r| r.api.is_some())
-        .count()
-        > 1;
-    if !was_multi {
-        tree.insert(
-            "src/lib.rs",
-            "conversions",
-            &format!(
-                ".conversion({}::{snake}::converter())",
-                names::crate_name(&names::api_package(&after.project_name))
-            ),
-        )?;
-        // The CRD's conversion stanza and its certificate for kustomize installs.
-        let plural = &info.plural;
-        tree.create(
-            &format!("config/crd/patches/webhook_in_{plural}.yaml"),
-            render("crd_webhook_patch.yaml", CRD_WEBHOOK_PATCH, vars)?,
-        )?;
-        tree.create(
-            &format!("config/crd/patches/cainjection_in_{plural}.yaml"),
-            render("crd_cainjection_patch.yaml", CRD_CAINJECTION_PATCH, vars)?,
-        )?;
-        tree.insert(
-            "config/crd/kustomization.yaml",
-            "crdkustomizewebhookpatch",
-            &format!("- path: patches/webhook_in_{plural}.yaml\n- path: patches/cainjection_in_{plural}.yaml"),
-        )?;
-        let any_conversion_before = before
-            .resources
+        let (code, t) = conversion::spoke_impl(&k, new, &fields(new)?, old_hub, &fields(old_hub)?);
+        out.body.push_str(&code);
+        out.tests.push_str(&t);
+        for spoke in hub
+            .versions
             .iter()
-            .any(|r| r.webhooks.as_ref().is_some_and(|w| w.conversion));
-        if !any_conversion_before {
-            for (path, name, text) in WEBHOOK_FILES {
-                tree.create(path, render(name, text, vars)?)?;
-            }
-            tree.insert(
-                "config/default/kustomization.yaml",
-                "default-resources",
-                "- ../webhook\n- ../certmanager",
-            )?;
-            tree.insert(
-                "config/default/kustomization.yaml",
-                "default-replacements",
-                DEFAULT_REPLACEMENTS.trim_end(),
-            )?;
-            tree.insert(
-                "config/manager/manager.yaml",
-                "manager-ports",
-                MANAGER_WEBHOOK_PORT,
-            )?;
-            tree.insert(
-                "config/manager/manager.yaml",
-                "manager-container",
-                MANAGER_CERT_MOUNT,
-            )?;
-            tree.insert(
-                "config/manager/manager.yaml",
-                "manager-pod",
-                MANAGER_CERT_VOLUME,
-            )?;
-            tree.insert(
-                "config/manifests/kustomization.yaml",
-                "manifests-patches",
-                render("manifests_patches.yaml", MANIFESTS_PATCHES, vars)?.trim_end(),
-            )?;
-            let csv_path = csv::path(&after.project_name);
-            let text = csv::all_namespaces_only(&csv_path, tree.read(&csv_path)?)?;
-            tree.set(&csv_path, text);
+            .filter(|v| **v != *new && **v != old_hub)
+        {
+            out.body
+                .push_str(&conversion::chained_impl(kind, new, old_hub, spoke));
+            out.tests
+                .push_str(&conversion::chained_tests(kind, new, spoke));
+            out.strategies_needed.push(spoke.clone());
         }
-        tree.insert(
-            "config/manifests/kustomization.yaml",
-            "manifests-crd-patches",
-            render("manifests_crd_patch.yaml", MANIFESTS_CRD_PATCH, vars)?.trim_end(),
-        )?;
+    } else {
+        let (code, t) = conversion::spoke_impl(&k, storage, &fields(storage)?, new, &fields(new)?);
+        out.body.push_str(&code);
+        out.tests.push_str(&t);
     }
+    Ok(out)
+}
+
+/// `conversion.rs` of a kind that had conversions already, with the new ones added at its
+/// markers.
+fn extend_conversion_file(
+    tree: &Tree<'_>,
+    after: &Project,
+    info: &KindInfo,
+    hub: &Hub,
+    path: &str,
+    new: &NewConversions,
+) -> Result<String, ScaffoldError> {
+    let kind = &info.kind;
+    let storage = hub.storage.as_str();
+    let old_hub = hub.storage_before.as_deref().unwrap_or(storage);
+    // Later conversions: a strategy for each version the tests use that has none yet.
+    let text = tree.read(path)?.to_string();
+    let mut tests_text = new.tests.clone();
+    for v in &new.strategies_needed {
+        if !text.contains(&format!("fn {v}_object()"))
+            && !tests_text.contains(&format!("fn {v}_object()"))
+        {
+            let f = version_fields(tree, after, info, v)?;
+            tests_text = format!("{}{tests_text}", conversion::object_strategy(kind, v, &f));
+        }
+    }
+    let mut text = markers::insert(
+        path,
+        &text,
+        "conversions",
+        &format!("{}\n", new.body.trim_end()),
+    )?;
+    // The tests of a new spoke may define strategies already there (the hub's).
+    let mut deduped = String::new();
+    for block in split_items(&tests_text) {
+        let name = block
+            .lines()
+            .find(|l| l.starts_with("fn "))
+            .map(|l| l.split('(').next().unwrap_or(l).to_string());
+        match name {
+            Some(n) if text.contains(&format!("    {n}(")) => {}
+            _ => deduped.push_str(&block),
+        }
+    }
+    text = markers::insert(path, &text, "conversion-tests", deduped.trim_end())?;
+    // The module list of the `use super::{...}` line.
+    let old_use = text
+        .lines()
+        .find(|l| l.starts_with("use super::{") || l.starts_with("use super::"))
+        .map(String::from);
+    if let Some(old) = old_use {
+        let mut modules = hub.versions.to_vec();
+        modules.sort();
+        let new_use = format!("use super::{{{}}};", modules.join(", "));
+        text = text.replacen(&old, &new_use, 1);
+    }
+    // The doc line naming the hub.
+    Ok(text.replacen(
+        &format!("through the hub `{old_hub}` (the storage version)"),
+        &format!("through the hub `{storage}` (the storage version)"),
+        1,
+    ))
+}
+
+/// The wiring of a kind's first conversion: the manager serves it, the CRD names the webhook,
+/// and (for the project's first conversion) the webhook's Service, certificate and mounts.
+fn first_conversion_of_kind(
+    tree: &mut Tree<'_>,
+    before: &Project,
+    after: &Project,
+    info: &KindInfo,
+    vars: &Vars,
+) -> Result<(), ScaffoldError> {
+    tree.insert(
+        "src/lib.rs",
+        "conversions",
+        &format!(
+            ".conversion({}::{}::converter())",
+            names::crate_name(&names::api_package(&after.project_name)),
+            info.snake
+        ),
+    )?;
+    // The CRD's conversion stanza and its certificate for kustomize installs.
+    let plural = &info.plural;
+    tree.create(
+        &format!("config/crd/patches/webhook_in_{plural}.yaml"),
+        render("crd_webhook_patch.yaml", CRD_WEBHOOK_PATCH, vars)?,
+    )?;
+    tree.create(
+        &format!("config/crd/patches/cainjection_in_{plural}.yaml"),
+        render("crd_cainjection_patch.yaml", CRD_CAINJECTION_PATCH, vars)?,
+    )?;
+    tree.insert(
+        "config/crd/kustomization.yaml",
+        "crdkustomizewebhookpatch",
+        &format!(
+            "- path: patches/webhook_in_{plural}.yaml\n- path: patches/cainjection_in_{plural}.yaml"
+        ),
+    )?;
+    let any_conversion_before = before
+        .resources
+        .iter()
+        .any(|r| r.webhooks.as_ref().is_some_and(|w| w.conversion));
+    if !any_conversion_before {
+        webhook_files(tree, after, vars)?;
+    }
+    tree.insert(
+        "config/manifests/kustomization.yaml",
+        "manifests-crd-patches",
+        render("manifests_crd_patch.yaml", MANIFESTS_CRD_PATCH, vars)?.trim_end(),
+    )?;
+    Ok(())
+}
+
+/// The project's first conversion webhook: its Service and certificate, the manager's port and
+/// certificate mount, and the CSV's install modes (a webhook serves every namespace).
+fn webhook_files(tree: &mut Tree<'_>, after: &Project, vars: &Vars) -> Result<(), ScaffoldError> {
+    for (path, name, text) in WEBHOOK_FILES {
+        tree.create(path, render(name, text, vars)?)?;
+    }
+    tree.insert(
+        "config/default/kustomization.yaml",
+        "default-resources",
+        "- ../webhook\n- ../certmanager",
+    )?;
+    tree.insert(
+        "config/default/kustomization.yaml",
+        "default-replacements",
+        DEFAULT_REPLACEMENTS.trim_end(),
+    )?;
+    tree.insert(
+        "config/manager/manager.yaml",
+        "manager-ports",
+        MANAGER_WEBHOOK_PORT,
+    )?;
+    tree.insert(
+        "config/manager/manager.yaml",
+        "manager-container",
+        MANAGER_CERT_MOUNT,
+    )?;
+    tree.insert(
+        "config/manager/manager.yaml",
+        "manager-pod",
+        MANAGER_CERT_VOLUME,
+    )?;
+    tree.insert(
+        "config/manifests/kustomization.yaml",
+        "manifests-patches",
+        render("manifests_patches.yaml", MANIFESTS_PATCHES, vars)?.trim_end(),
+    )?;
+    let csv_path = csv::path(&after.project_name);
+    let text = csv::all_namespaces_only(&csv_path, tree.read(&csv_path)?)?;
+    tree.set(&csv_path, text);
     Ok(())
 }
 

@@ -351,6 +351,52 @@ fn fill(indent: &str, part: &str, fields: &[&Field], source: &str) -> String {
         .collect()
 }
 
+/// How a hub and a spoke differ: the fields each cannot express of the other.
+struct Sides<'a> {
+    hub_status: &'a [Field],
+    spoke_status: &'a [Field],
+    /// Both versions have a status, so it converts field by field.
+    status_has_parts: bool,
+    hub_only_spec: Vec<&'a Field>,
+    hub_only_status: Vec<&'a Field>,
+    spoke_only_spec: Vec<&'a Field>,
+    spoke_only_status: Vec<&'a Field>,
+}
+
+impl<'a> Sides<'a> {
+    fn of(hub: &'a VersionFields, spoke: &'a VersionFields) -> Self {
+        let hub_status = hub.status.as_deref().unwrap_or_default();
+        let spoke_status = spoke.status.as_deref().unwrap_or_default();
+        Self {
+            hub_status,
+            spoke_status,
+            status_has_parts: hub.status.is_some() && spoke.status.is_some(),
+            hub_only_spec: only_in(&hub.spec, &spoke.spec),
+            hub_only_status: only_in(hub_status, spoke_status),
+            spoke_only_spec: only_in(&spoke.spec, &hub.spec),
+            spoke_only_status: only_in(spoke_status, hub_status),
+        }
+    }
+
+    /// The payload kept on a spoke object: the hub's fields the spoke cannot express.
+    fn down_fields(&self) -> Vec<(&'static str, &'a Field)> {
+        parts(&self.hub_only_spec, &self.hub_only_status)
+    }
+
+    /// The payload kept on a hub object: the fields only the spoke has.
+    fn up_fields(&self) -> Vec<(&'static str, &'a Field)> {
+        parts(&self.spoke_only_spec, &self.spoke_only_status)
+    }
+}
+
+/// Spec and status fields, each with the part it belongs to.
+fn parts<'a>(spec: &[&'a Field], status: &[&'a Field]) -> Vec<(&'static str, &'a Field)> {
+    spec.iter()
+        .map(|f| ("spec", *f))
+        .chain(status.iter().map(|f| ("status", *f)))
+        .collect()
+}
+
 /// `impl Spoke<hub::Kind> for spoke::Kind`, its payloads and its round-trip tests.
 pub fn spoke_impl(
     k: &Kind<'_>,
@@ -359,27 +405,20 @@ pub fn spoke_impl(
     spoke: &str,
     spoke_fields: &VersionFields,
 ) -> (String, String) {
+    let sides = Sides::of(hub_fields, spoke_fields);
+    let mut out = payload_decls(k, hub, spoke, &sides);
+    let bodies = Bodies::of(k.kind, hub, hub_fields, spoke, spoke_fields, &sides);
+    let payloads = PayloadCode::of(spoke, &sides);
+    out.push_str(&impl_block(k.kind, hub, spoke, &bodies, &payloads));
+    let tests = round_trip_tests(k.kind, hub, hub_fields, spoke, spoke_fields);
+    (out, tests)
+}
+
+/// The annotation names and the two payload structs of a spoke's conversion.
+fn payload_decls(k: &Kind<'_>, hub: &str, spoke: &str, sides: &Sides<'_>) -> String {
     let kind = k.kind;
-    let s_up = upper_first(spoke);
-    let down_name = format!("{s_up}Kept");
-    let up_name = format!("{s_up}Only");
-    let hub_status = hub_fields.status.clone().unwrap_or_default();
-    let spoke_status = spoke_fields.status.clone().unwrap_or_default();
-    let hub_only_spec = only_in(&hub_fields.spec, &spoke_fields.spec);
-    let hub_only_status = only_in(&hub_status, &spoke_status);
-    let spoke_only_spec = only_in(&spoke_fields.spec, &hub_fields.spec);
-    let spoke_only_status = only_in(&spoke_status, &hub_status);
-    let down_fields: Vec<(&str, &Field)> = hub_only_spec
-        .iter()
-        .map(|f| ("spec", *f))
-        .chain(hub_only_status.iter().map(|f| ("status", *f)))
-        .collect();
-    let up_fields: Vec<(&str, &Field)> = spoke_only_spec
-        .iter()
-        .map(|f| ("spec", *f))
-        .chain(spoke_only_status.iter().map(|f| ("status", *f)))
-        .collect();
     let group = k.group;
+    let s_up = upper_first(spoke);
     let mut out = String::new();
     out.push_str(&format!(
         "// {spoke} <-> {hub}\n\n/// On a `{spoke}` object: the `{hub}` fields `{spoke}` cannot express.\npub const {}_KEPT: &str = \"conversion.{group}/{spoke}\";\n/// On a `{hub}` object: the fields only `{spoke}` has.\npub const {}_ONLY: &str = \"conversion.{group}/{spoke}-only\";\n\n",
@@ -387,112 +426,197 @@ pub fn spoke_impl(
         spoke.to_ascii_uppercase()
     ));
     out.push_str(&payload(
-        &down_name,
+        &format!("{s_up}Kept"),
         &format!("What `{spoke}` cannot express of a `{hub}` {kind}."),
-        &down_fields,
+        &sides.down_fields(),
     ));
     out.push_str(&payload(
-        &up_name,
+        &format!("{s_up}Only"),
         &format!("What only `{spoke}` has of a {kind}, kept on the `{hub}` object."),
-        &up_fields,
+        &sides.up_fields(),
     ));
-    let sk = spoke.to_ascii_uppercase();
-    let status_has_parts = hub_fields.status.is_some() && spoke_fields.status.is_some();
-    // into_hub
-    let hub_spec = literal(
-        "            ",
-        &format!("{hub}::{kind}Spec"),
-        "spec",
-        &hub_fields.spec,
-        &spoke_fields.spec,
-        "self.spec",
-        "kept",
-    );
-    let spoke_spec = literal(
-        "            ",
-        &format!("{spoke}::{kind}Spec"),
-        "spec",
-        &spoke_fields.spec,
-        &hub_fields.spec,
-        "hub.spec",
-        "only",
-    );
-    let (hub_status_expr, spoke_status_expr) = if status_has_parts {
-        (
-            format!(
-                "self.status.map(|status| {})",
-                literal(
-                    "            ",
-                    &format!("{hub}::{kind}Status"),
-                    "status",
-                    &hub_status,
-                    &spoke_status,
-                    "status",
-                    "kept",
-                )
-            ),
-            format!(
-                "hub.status.map(|status| {})",
-                literal(
-                    "            ",
-                    &format!("{spoke}::{kind}Status"),
-                    "status",
-                    &spoke_status,
-                    &hub_status,
-                    "status",
-                    "only",
-                )
-            ),
-        )
-    } else {
-        ("None".into(), "None".into())
-    };
-    let up_fill_spec = fill("            ", "spec", &spoke_only_spec, "self.spec");
-    let down_fill_spec = fill("            ", "spec", &hub_only_spec, "hub.spec");
-    let status_fill = |fields: &[&Field], source: &str, payload: &str| -> String {
-        if fields.is_empty() {
-            return String::new();
-        }
-        let mut s = format!("        if let Some(status) = &{source}.status {{\n");
-        for f in fields {
-            s.push_str(&format!(
-                "            {payload}.{} = unless_default(&status.{});\n",
-                kept_name("status", f),
-                f.name
-            ));
-        }
-        s.push_str("        }\n");
-        s
-    };
-    let up_status_fill = status_fill(&spoke_only_status, "self", "only");
-    let down_status_fill = status_fill(&hub_only_status, "hub", "kept");
-    let only_decl = if up_status_fill.is_empty() {
-        "let only"
-    } else {
-        "let mut only"
-    };
-    let kept_decl = if down_status_fill.is_empty() {
-        "let kept"
-    } else {
-        "let mut kept"
-    };
-    let init = |name: &str, fill: &str| {
-        if fill.is_empty() {
-            format!("{name}::default()")
+    out
+}
+
+/// The spec and status expressions of the converted objects, both ways.
+struct Bodies {
+    hub_spec: String,
+    spoke_spec: String,
+    hub_status: String,
+    spoke_status: String,
+}
+
+impl Bodies {
+    fn of(
+        kind: &str,
+        hub: &str,
+        hub_fields: &VersionFields,
+        spoke: &str,
+        spoke_fields: &VersionFields,
+        sides: &Sides<'_>,
+    ) -> Self {
+        let indent = "            ";
+        let hub_spec = literal(
+            indent,
+            &format!("{hub}::{kind}Spec"),
+            "spec",
+            &hub_fields.spec,
+            &spoke_fields.spec,
+            "self.spec",
+            "kept",
+        );
+        let spoke_spec = literal(
+            indent,
+            &format!("{spoke}::{kind}Spec"),
+            "spec",
+            &spoke_fields.spec,
+            &hub_fields.spec,
+            "hub.spec",
+            "only",
+        );
+        let (hub_status, spoke_status) = if sides.status_has_parts {
+            (
+                format!(
+                    "self.status.map(|status| {})",
+                    literal(
+                        indent,
+                        &format!("{hub}::{kind}Status"),
+                        "status",
+                        sides.hub_status,
+                        sides.spoke_status,
+                        "status",
+                        "kept",
+                    )
+                ),
+                format!(
+                    "hub.status.map(|status| {})",
+                    literal(
+                        indent,
+                        &format!("{spoke}::{kind}Status"),
+                        "status",
+                        sides.spoke_status,
+                        sides.hub_status,
+                        "status",
+                        "only",
+                    )
+                ),
+            )
         } else {
-            format!("{name} {{\n{fill}            ..Default::default()\n        }}")
+            ("None".into(), "None".into())
+        };
+        Self {
+            hub_spec,
+            spoke_spec,
+            hub_status,
+            spoke_status,
         }
-    };
-    let only_init = init(&up_name, &up_fill_spec);
-    let kept_init = init(&down_name, &down_fill_spec);
-    // The payloads read back: unused when there is nothing to restore.
-    let kept_in = if down_fields.is_empty() { "_" } else { "kept" };
-    let only_restore = if up_fields.is_empty() {
-        format!("let _ = preserved::restore::<{up_name}>(&mut metadata, {sk}_ONLY);")
+    }
+}
+
+/// The statements that fill the payloads and read them back.
+struct PayloadCode {
+    down_name: String,
+    /// `let only` / `let mut only` (mutable when the status adds to it).
+    only_decl: &'static str,
+    only_init: String,
+    up_status_fill: String,
+    kept_decl: &'static str,
+    kept_init: String,
+    down_status_fill: String,
+    /// The binding of the restored `Kept` payload (`_` when there is nothing to restore).
+    kept_in: &'static str,
+    only_restore: String,
+}
+
+impl PayloadCode {
+    fn of(spoke: &str, sides: &Sides<'_>) -> Self {
+        let s_up = upper_first(spoke);
+        let down_name = format!("{s_up}Kept");
+        let up_name = format!("{s_up}Only");
+        let sk = spoke.to_ascii_uppercase();
+        let up_fill_spec = fill("            ", "spec", &sides.spoke_only_spec, "self.spec");
+        let down_fill_spec = fill("            ", "spec", &sides.hub_only_spec, "hub.spec");
+        let up_status_fill = status_fill(&sides.spoke_only_status, "self", "only");
+        let down_status_fill = status_fill(&sides.hub_only_status, "hub", "kept");
+        // The payloads read back: unused when there is nothing to restore.
+        let only_restore = if sides.up_fields().is_empty() {
+            format!("let _ = preserved::restore::<{up_name}>(&mut metadata, {sk}_ONLY);")
+        } else {
+            format!("let (only, _) = preserved::restore::<{up_name}>(&mut metadata, {sk}_ONLY);")
+        };
+        Self {
+            only_decl: if up_status_fill.is_empty() {
+                "let only"
+            } else {
+                "let mut only"
+            },
+            kept_decl: if down_status_fill.is_empty() {
+                "let kept"
+            } else {
+                "let mut kept"
+            },
+            only_init: payload_init(&up_name, &up_fill_spec),
+            kept_init: payload_init(&down_name, &down_fill_spec),
+            kept_in: if sides.down_fields().is_empty() {
+                "_"
+            } else {
+                "kept"
+            },
+            only_restore,
+            up_status_fill,
+            down_status_fill,
+            down_name,
+        }
+    }
+}
+
+/// The statements copying status fields into a payload (none when there are none to copy).
+fn status_fill(fields: &[&Field], source: &str, payload: &str) -> String {
+    if fields.is_empty() {
+        return String::new();
+    }
+    let mut s = format!("        if let Some(status) = &{source}.status {{\n");
+    for f in fields {
+        s.push_str(&format!(
+            "            {payload}.{} = unless_default(&status.{});\n",
+            kept_name("status", f),
+            f.name
+        ));
+    }
+    s.push_str("        }\n");
+    s
+}
+
+/// A payload's initial value: its spec fields, or `Default` when it has none.
+fn payload_init(name: &str, fill: &str) -> String {
+    if fill.is_empty() {
+        format!("{name}::default()")
     } else {
-        format!("let (only, _) = preserved::restore::<{up_name}>(&mut metadata, {sk}_ONLY);")
-    };
-    out.push_str(&format!(
+        format!("{name} {{\n{fill}            ..Default::default()\n        }}")
+    }
+}
+
+/// The `impl Spoke` block itself.
+fn impl_block(kind: &str, hub: &str, spoke: &str, b: &Bodies, p: &PayloadCode) -> String {
+    let sk = spoke.to_ascii_uppercase();
+    let Bodies {
+        hub_spec,
+        spoke_spec,
+        hub_status: hub_status_expr,
+        spoke_status: spoke_status_expr,
+    } = b;
+    let PayloadCode {
+        down_name,
+        only_decl,
+        only_init,
+        up_status_fill,
+        kept_decl,
+        kept_init,
+        down_status_fill,
+        kept_in,
+        only_restore,
+    } = p;
+    format!(
         "impl Spoke<{hub}::{kind}> for {spoke}::{kind} {{
     fn into_hub(self) -> Converted<{hub}::{kind}> {{
         let mut metadata = self.metadata;
@@ -525,9 +649,7 @@ pub fn spoke_impl(
 }}
 
 "
-    ));
-    let tests = round_trip_tests(kind, hub, hub_fields, spoke, spoke_fields);
-    (out, tests)
+    )
 }
 
 /// A proptest strategy for a field type; `Default` for types it does not know.

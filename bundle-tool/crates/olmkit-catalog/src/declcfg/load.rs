@@ -1154,6 +1154,49 @@ mod json_docs {
         LoadCatalogError::Parse(ParseDocumentError::new(name, message))
     }
 
+    /// Parses one document of the stream (document `index`, at byte `offset` of the file).
+    fn document(
+        name: &str,
+        opts: &LoadOptions,
+        doc: &[u8],
+        index: usize,
+        offset: u64,
+    ) -> Result<Vec<BlobAt>, LoadCatalogError> {
+        // The JSON fast path alone: a later document of a stream never falls back to
+        // YAML (nor does it in the whole-file parse); invalid UTF-8 is replaced as Go
+        // replaces it.
+        let parse = |bytes: &[u8]| super::fast_json::load(name, bytes, opts);
+        let parsed = match parse(doc) {
+            Ok(None) | Err(_) if std::str::from_utf8(doc).is_err() => {
+                parse(super::replace_invalid_utf8(doc).as_bytes())
+            }
+            other => other,
+        };
+        match parsed {
+            Ok(Some(blobs)) => Ok(blobs),
+            Ok(None) => {
+                let why = serde_json::from_slice::<serde::de::IgnoredAny>(doc)
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                Err(parse_err(
+                    name,
+                    format!("document {index} at byte {offset}: invalid JSON: {why}"),
+                ))
+            }
+            Err(LoadCatalogError::Blob { message, .. }) => Err(LoadCatalogError::Blob {
+                file: name.to_string(),
+                index,
+                message,
+            }),
+            Err(LoadCatalogError::Parse(p)) => Err(parse_err(
+                name,
+                format!("document {index} at byte {offset}: {}", p.message),
+            )),
+            Err(other) => Err(other),
+        }
+    }
+
     /// Loads the JSON stream of `file` document by document, each at most `limit`.
     pub(super) fn load(
         file: &InputFile,
@@ -1191,44 +1234,7 @@ mod json_docs {
                     if end - start > max {
                         return Err(too_large(end - start));
                     }
-                    // The JSON fast path alone: a later document of a stream never falls back to
-                    // YAML (nor does it in the whole-file parse); invalid UTF-8 is replaced as Go
-                    // replaces it.
-                    let doc = &buf[start..end];
-                    let parse = |bytes: &[u8]| super::fast_json::load(name, bytes, opts);
-                    let parsed = match parse(doc) {
-                        Ok(None) | Err(_) if std::str::from_utf8(doc).is_err() => {
-                            parse(super::replace_invalid_utf8(doc).as_bytes())
-                        }
-                        other => other,
-                    };
-                    let blobs = match parsed {
-                        Ok(Some(blobs)) => blobs,
-                        Ok(None) => {
-                            let why = serde_json::from_slice::<serde::de::IgnoredAny>(doc)
-                                .err()
-                                .map(|e| e.to_string())
-                                .unwrap_or_default();
-                            return Err(parse_err(
-                                name,
-                                format!("document {index} at byte {offset}: invalid JSON: {why}"),
-                            ));
-                        }
-                        Err(LoadCatalogError::Blob { message, .. }) => {
-                            return Err(LoadCatalogError::Blob {
-                                file: name.to_string(),
-                                index,
-                                message,
-                            });
-                        }
-                        Err(LoadCatalogError::Parse(p)) => {
-                            return Err(parse_err(
-                                name,
-                                format!("document {index} at byte {offset}: {}", p.message),
-                            ));
-                        }
-                        Err(other) => return Err(other),
-                    };
+                    let blobs = document(name, opts, &buf[start..end], index, offset)?;
                     out.extend(blobs.into_iter().map(|mut at| {
                         at.index = index;
                         at

@@ -206,12 +206,18 @@ pub fn installer_rules(p: &V1Params, facts: &BundleFacts) -> (Vec<Value>, Vec<Va
         ALL_VERBS,
         &[],
     ));
-
-    // Webhook configurations and their certificates.
     let webhooks = facts.webhooks();
+    cluster.extend(webhook_configuration_rules(&webhooks));
+    granted_rules(facts, all_namespaces, &mut cluster, &mut ns);
+    ns.extend(namespaced_object_rules(facts, !webhooks.is_empty()));
+    (cluster, ns)
+}
+
+/// The rules for the bundle's webhook configurations, by their names.
+fn webhook_configuration_rules(webhooks: &[&Value]) -> Vec<Value> {
     let mut hook_resources = BTreeSet::new();
     let mut hook_names = BTreeSet::new();
-    for wh in &webhooks {
+    for wh in webhooks {
         let t = wh.get("type").and_then(Value::as_str).unwrap_or("");
         let name = wh
             .get("generateName")
@@ -231,23 +237,35 @@ pub fn installer_rules(p: &V1Params, facts: &BundleFacts) -> (Vec<Value>, Vec<Va
             _ => {}
         }
     }
-    if !hook_resources.is_empty() {
-        let res: Vec<&str> = hook_resources.into_iter().collect();
-        cluster.push(rule(
+    if hook_resources.is_empty() {
+        return Vec::new();
+    }
+    let res: Vec<&str> = hook_resources.into_iter().collect();
+    vec![
+        rule(
             &["admissionregistration.k8s.io"],
             &res,
             &["create", "list", "watch"],
             &[],
-        ));
-        cluster.push(rule(
+        ),
+        rule(
             &["admissionregistration.k8s.io"],
             &res,
             &["delete", "get", "patch", "update"],
             &hook_names.into_iter().collect::<Vec<_>>(),
-        ));
-    }
+        ),
+    ]
+}
 
-    // What the CSV grants the operator, which the installer must hold to grant it.
+/// What the CSV grants the operator, which the installer must hold to grant it: its cluster
+/// permissions cluster-wide, its namespaced permissions in the namespace (cluster-wide, with
+/// reading namespaces, for an install in all namespaces).
+fn granted_rules(
+    facts: &BundleFacts,
+    all_namespaces: bool,
+    cluster: &mut Vec<Value>,
+    ns: &mut Vec<Value>,
+) {
     for perm in facts.permissions("clusterPermissions") {
         for r in perm
             .get("rules")
@@ -256,7 +274,7 @@ pub fn installer_rules(p: &V1Params, facts: &BundleFacts) -> (Vec<Value>, Vec<Va
             .flatten()
         {
             if let Some(r) = clean_rule(r) {
-                push_unique(&mut cluster, r);
+                push_unique(cluster, r);
             }
         }
     }
@@ -274,28 +292,24 @@ pub fn installer_rules(p: &V1Params, facts: &BundleFacts) -> (Vec<Value>, Vec<Va
         .collect();
     if all_namespaces {
         for r in namespaced_perms {
-            push_unique(&mut cluster, r);
+            push_unique(cluster, r);
         }
         if !facts.permissions("permissions").is_empty() {
             push_unique(
-                &mut cluster,
+                cluster,
                 rule(&[""], &["namespaces"], &["get", "list", "watch"], &[]),
             );
         }
     } else {
         for r in namespaced_perms {
-            push_unique(&mut ns, r);
+            push_unique(ns, r);
         }
     }
+}
 
-    // Namespaced objects: deployments, service accounts, shipped manifests, generated RBAC.
-    let deployments: BTreeSet<String> = facts
-        .deployments()
-        .iter()
-        .filter_map(|d| d.get("name").and_then(Value::as_str))
-        .map(String::from)
-        .collect();
-    ns.extend(manage_named("apps", "deployments", &deployments));
+/// The service accounts the operator runs as (named by its permissions or deployments), except
+/// the namespace's `default`.
+fn service_accounts(facts: &BundleFacts) -> BTreeSet<String> {
     let mut service_accounts: BTreeSet<String> = BTreeSet::new();
     for which in ["permissions", "clusterPermissions"] {
         for perm in facts.permissions(which) {
@@ -314,6 +328,19 @@ pub fn installer_rules(p: &V1Params, facts: &BundleFacts) -> (Vec<Value>, Vec<Va
     }
     service_accounts.remove("default");
     service_accounts.remove("");
+    service_accounts
+}
+
+/// Namespaced objects: deployments, service accounts, shipped manifests, generated RBAC.
+fn namespaced_object_rules(facts: &BundleFacts, has_webhooks: bool) -> Vec<Value> {
+    let mut ns = Vec::new();
+    let deployments: BTreeSet<String> = facts
+        .deployments()
+        .iter()
+        .filter_map(|d| d.get("name").and_then(Value::as_str))
+        .map(String::from)
+        .collect();
+    ns.extend(manage_named("apps", "deployments", &deployments));
     let mut by_resource: std::collections::BTreeMap<(&str, &str), BTreeSet<String>> =
         Default::default();
     for o in &facts.objects {
@@ -327,12 +354,12 @@ pub fn installer_rules(p: &V1Params, facts: &BundleFacts) -> (Vec<Value>, Vec<Va
     by_resource
         .entry(("", "serviceaccounts"))
         .or_default()
-        .extend(service_accounts);
+        .extend(service_accounts(facts));
     for ((group, resource), names) in &by_resource {
         if *group == "rbac.authorization.k8s.io" {
             continue; // covered by the unscoped rule below
         }
-        if *resource == "services" && !webhooks.is_empty() {
+        if *resource == "services" && has_webhooks {
             continue; // covered by the webhook service rule below
         }
         ns.extend(manage_named(group, resource, names));
@@ -343,7 +370,7 @@ pub fn installer_rules(p: &V1Params, facts: &BundleFacts) -> (Vec<Value>, Vec<Va
         ALL_VERBS,
         &[],
     ));
-    if !webhooks.is_empty() {
+    if has_webhooks {
         // OLM v1 creates one Service per webhook deployment and the certificate objects of its
         // certificate provider (cert-manager upstream).
         ns.push(rule(&[""], &["services"], ALL_VERBS, &[]));
@@ -354,7 +381,7 @@ pub fn installer_rules(p: &V1Params, facts: &BundleFacts) -> (Vec<Value>, Vec<Va
             &[],
         ));
     }
-    (cluster, ns)
+    ns
 }
 
 fn role_names(p: &V1Params) -> (String, String) {

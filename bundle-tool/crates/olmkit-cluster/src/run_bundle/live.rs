@@ -634,10 +634,41 @@ pub async fn prepare_run(
         });
     }
     let csvs: Vec<Csv> = cluster.list(&csv_resource(), Some(ns)).await?;
-    for c in &csvs {
+    check_csvs(&csvs, ns, &bundle)?;
+    let groups: Vec<OperatorGroup> = cluster.list(&operator_group_resource(), Some(ns)).await?;
+    let (operator_group, og_note) = plan_operator_group(req, &bundle, &groups)?;
+    let config = catalog::initial_catalog(&bundle);
+    let injected = vec![InjectedBundle {
+        source: bundle.source.clone(),
+        csv: bundle.csv_name.clone(),
+    }];
+    let revision = CatalogRevision::new(&cs_name, 1, config, injected)?;
+    let notes = vec![
+        format!(
+            "bundle {} (version {}) of package {package}, from {}",
+            bundle.csv_name, bundle.version, bundle.source
+        ),
+        og_note,
+        revision.describe(),
+    ];
+    Ok(PreparedRun {
+        subscription: package.clone(),
+        bundle,
+        namespace: ns.into(),
+        catalog_source: cs_name,
+        operator_group,
+        revision,
+        notes,
+        request: req.clone(),
+    })
+}
+
+/// Refuses a namespace whose CSVs install the bundle already or own one of its CRDs.
+fn check_csvs(csvs: &[Csv], ns: &str, bundle: &BundleToRun) -> Result<(), RunBundleError> {
+    for c in csvs {
         if c.metadata.name == bundle.csv_name {
             return Err(RunBundleError::InstalledOtherwise {
-                package,
+                package: bundle.package.clone(),
                 namespace: ns.into(),
                 what: format!(
                     "ClusterServiceVersion {} ({}) exists{}",
@@ -672,32 +703,7 @@ pub async fn prepare_run(
             });
         }
     }
-    let groups: Vec<OperatorGroup> = cluster.list(&operator_group_resource(), Some(ns)).await?;
-    let (operator_group, og_note) = plan_operator_group(req, &bundle, &groups)?;
-    let config = catalog::initial_catalog(&bundle);
-    let injected = vec![InjectedBundle {
-        source: bundle.source.clone(),
-        csv: bundle.csv_name.clone(),
-    }];
-    let revision = CatalogRevision::new(&cs_name, 1, config, injected)?;
-    let notes = vec![
-        format!(
-            "bundle {} (version {}) of package {package}, from {}",
-            bundle.csv_name, bundle.version, bundle.source
-        ),
-        og_note,
-        revision.describe(),
-    ];
-    Ok(PreparedRun {
-        subscription: package.clone(),
-        bundle,
-        namespace: ns.into(),
-        catalog_source: cs_name,
-        operator_group,
-        revision,
-        notes,
-        request: req.clone(),
-    })
+    Ok(())
 }
 
 /// Stores a catalog revision in its ConfigMaps. Returns the manifests applied.
@@ -804,15 +810,36 @@ pub async fn start_registry_pod(
         image_pull_policy: opts.image_pull_policy.clone(),
         restricted,
     });
+    remove_earlier_pod(cluster, namespace, &name, deadline, poll, on_event).await?;
+    cluster.apply(&pod, true).await?;
+    on_event(Event::Applied(&format!(
+        "Pod {namespace}/{name} ({}, {})",
+        opts.index_image, opts.server
+    )));
+    let address =
+        wait_for_registry_pod(cluster, namespace, &name, deadline, poll, on_event).await?;
+    Ok((name, address))
+}
+
+/// Waits until a pod of that name left by an earlier attempt is gone, deleting it first if
+/// nobody did.
+async fn remove_earlier_pod(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    deadline: Instant,
+    poll: Duration,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<(), RunBundleError> {
     // A pod of that name left by an earlier attempt (being deleted, or not) must be gone first:
     // a pod's spec cannot change, and its old status would be read as the new pod's.
     let mut waited = false;
     loop {
-        let old: Option<Value> = cluster.get(&pod_resource(), Some(namespace), &name).await?;
+        let old: Option<Value> = cluster.get(&pod_resource(), Some(namespace), name).await?;
         let Some(old) = old else { break };
         if old["metadata"]["deletionTimestamp"].is_null() {
             cluster
-                .delete(&pod_resource(), Some(namespace), &name)
+                .delete(&pod_resource(), Some(namespace), name)
                 .await?;
             on_event(Event::Note(&format!(
                 "deleted Pod {namespace}/{name} (left by an earlier attempt)"
@@ -827,26 +854,33 @@ pub async fn start_registry_pod(
         if now >= deadline {
             return Err(RunBundleError::RegistryPod {
                 namespace: namespace.into(),
-                pod: name,
+                pod: name.into(),
                 problem: "of an earlier attempt is still being deleted".into(),
                 kind: PodProblem::Timeout,
             });
         }
         tokio::time::sleep(poll.min(deadline - now)).await;
     }
-    cluster.apply(&pod, true).await?;
-    on_event(Event::Applied(&format!(
-        "Pod {namespace}/{name} ({}, {})",
-        opts.index_image, opts.server
-    )));
+    Ok(())
+}
+
+/// Waits until the registry pod runs and is ready; returns the address OLM connects to.
+async fn wait_for_registry_pod(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    deadline: Instant,
+    poll: Duration,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<String, RunBundleError> {
     let start = Instant::now();
     let mut last = String::new();
     loop {
-        let current: Option<Value> = cluster.get(&pod_resource(), Some(namespace), &name).await?;
+        let current: Option<Value> = cluster.get(&pod_resource(), Some(namespace), name).await?;
         let Some(current) = current else {
             return Err(RunBundleError::RegistryPod {
                 namespace: namespace.into(),
-                pod: name,
+                pod: name.into(),
                 problem: "was deleted while starting".into(),
                 kind: PodProblem::Crash,
             });
@@ -860,12 +894,12 @@ pub async fn start_registry_pod(
             last = line.clone();
         }
         if let Some(ip) = address {
-            return Ok((name, host_port(&ip)));
+            return Ok(host_port(&ip));
         }
         if let Some((kind, problem)) = problem {
             return Err(RunBundleError::RegistryPod {
                 namespace: namespace.into(),
-                pod: name,
+                pod: name.into(),
                 problem: format!("does not start: {problem}"),
                 kind,
             });
@@ -874,7 +908,7 @@ pub async fn start_registry_pod(
         if now >= deadline {
             return Err(RunBundleError::RegistryPod {
                 namespace: namespace.into(),
-                pod: name,
+                pod: name.into(),
                 problem: format!(
                     "is not serving after {:.0}s (last seen: {line})",
                     start.elapsed().as_secs_f64()
@@ -1184,28 +1218,7 @@ pub async fn prepare_upgrade(
     cluster.check_olm_v0().await?;
     check_namespace(cluster, namespace).await?;
     let package = bundle.package.clone();
-    let subs: Vec<Subscription> = cluster
-        .list(&subscription_resource(), Some(namespace))
-        .await?;
-    let ours = subs
-        .iter()
-        .find(|s| s.spec.name == package && created_for(&s.metadata, &package));
-    let Some(sub) = ours else {
-        if let Some(other) = subs.iter().find(|s| s.spec.name == package) {
-            return Err(RunBundleError::InstalledOtherwise {
-                package,
-                namespace: namespace.into(),
-                what: format!(
-                    "Subscription {} (not created by run bundle; catalog {}/{})",
-                    other.metadata.name, other.spec.source_namespace, other.spec.source
-                ),
-            });
-        }
-        return Err(RunBundleError::NotRun {
-            package,
-            namespace: namespace.into(),
-        });
-    };
+    let sub = run_subscription(cluster, namespace, &package).await?;
     let installed = sub.status.installed_csv.clone();
     if installed.is_empty() {
         return Err(RunBundleError::NothingInstalled {
@@ -1246,104 +1259,26 @@ pub async fn prepare_upgrade(
                 .collect()
         })
         .unwrap_or_default();
-    let mut parts = Vec::new();
-    for name in &current_config_maps {
-        let cm: Option<Value> = cluster
-            .get(&config_map_resource(), Some(cs_ns), name)
-            .await?;
-        let text = cm
-            .as_ref()
-            .and_then(|c| c["data"][CATALOG_FILE].as_str())
-            .ok_or_else(|| RunBundleError::Leftover {
-                package: package.clone(),
-                namespace: namespace.into(),
-                what: format!(
-                    "CatalogSource {cs_ns}/{} without its catalog ConfigMap {name}",
-                    cs.metadata.name
-                ),
-            })?;
-        parts.push((name.clone(), text.to_string()));
-    }
-    let current = catalog::from_partitions(&parts)?;
-    let generation: u32 = ann
-        .get(GENERATION_ANNOTATION)
-        .and_then(|g| g.parse().ok())
-        .unwrap_or(1);
-    let serving = match ann.get(SERVING_ANNOTATION).map(String::as_str) {
-        Some("local") => PreviousServing::Local {
-            address: cs.spec.address.clone(),
-        },
-        _ => {
-            let pod_name = ann
-                .get(REGISTRY_POD_ANNOTATION)
-                .cloned()
-                .unwrap_or_default();
-            let image = ann
-                .get(INDEX_IMAGE_ANNOTATION)
-                .cloned()
-                .unwrap_or_else(|| super::DEFAULT_INDEX_IMAGE.into());
-            let pod: Option<Value> = if pod_name.is_empty() {
-                None
-            } else {
-                cluster.get(&pod_resource(), Some(cs_ns), &pod_name).await?
-            };
-            let (options, restricted) = pod_options_from(pod.as_ref(), &image);
-            PreviousServing::RegistryPod {
-                pod: pod_name,
-                options,
-                restricted,
-            }
-        }
-    };
+    let current = current_catalog(
+        cluster,
+        namespace,
+        cs_ns,
+        &cs,
+        &package,
+        &current_config_maps,
+    )
+    .await?;
+    let serving = previous_serving(cluster, cs_ns, &cs).await?;
     let mut notes = vec![format!(
         "bundle {} (version {}) of package {package}, from {}; installed now: {installed}",
         bundle.csv_name, bundle.version, bundle.source
     )];
     let mut warnings = Vec::new();
-    let names = catalog::bundle_names(&current);
-    let heads = current
-        .channels
-        .iter()
-        .find(|c| c.name == CHANNEL)
-        .map(olmkit_catalog::model::channel_heads)
-        .unwrap_or_default();
-    let revision = if names.contains(&bundle.csv_name) && heads == [bundle.csv_name.as_str()] {
-        notes.push(format!(
-            "{} is already the head of the run-bundle catalog (an earlier run bundle-upgrade did not finish): waiting for OLM to upgrade to it",
-            bundle.csv_name
-        ));
-        None
-    } else {
-        let UpgradedCatalog {
-            config,
-            entry,
-            from,
-            notes: more,
-            warnings: w,
-        } = catalog::add_upgrade(&current, &bundle)?;
-        notes.extend(more);
-        warnings.extend(w);
-        let mut edge = format!("{} replaces {}", entry.name, entry.replaces);
-        if !entry.skips.is_empty() {
-            edge.push_str(&format!(", skips {}", entry.skips.join(", ")));
-        }
-        if !entry.skip_range.is_empty() {
-            edge.push_str(&format!(", skipRange {:?}", entry.skip_range));
-        }
-        notes.push(format!("upgrade edge: {edge} (from {from})"));
-        let mut injected = super::manifests::injected_bundles(ann);
-        injected.push(InjectedBundle {
-            source: bundle.source.clone(),
-            csv: bundle.csv_name.clone(),
-        });
-        let rev = CatalogRevision::new(&cs.metadata.name, generation + 1, config, injected)?;
-        notes.push(rev.describe());
-        Some(rev)
-    };
+    let revision = upgraded_revision(&current, &bundle, &cs, &mut notes, &mut warnings)?;
     Ok(PreparedUpgrade {
         bundle,
         namespace: namespace.into(),
-        subscription: sub.clone(),
+        subscription: sub,
         catalog_source: cs,
         installed,
         revision,
@@ -1352,6 +1287,156 @@ pub async fn prepare_upgrade(
         notes,
         warnings,
     })
+}
+
+/// The package's Subscription `run bundle` created: the one an upgrade upgrades.
+async fn run_subscription(
+    cluster: &Cluster,
+    namespace: &str,
+    package: &str,
+) -> Result<Subscription, RunBundleError> {
+    let subs: Vec<Subscription> = cluster
+        .list(&subscription_resource(), Some(namespace))
+        .await?;
+    if let Some(sub) = subs
+        .iter()
+        .find(|s| s.spec.name == package && created_for(&s.metadata, package))
+    {
+        return Ok(sub.clone());
+    }
+    if let Some(other) = subs.iter().find(|s| s.spec.name == package) {
+        return Err(RunBundleError::InstalledOtherwise {
+            package: package.into(),
+            namespace: namespace.into(),
+            what: format!(
+                "Subscription {} (not created by run bundle; catalog {}/{})",
+                other.metadata.name, other.spec.source_namespace, other.spec.source
+            ),
+        });
+    }
+    Err(RunBundleError::NotRun {
+        package: package.into(),
+        namespace: namespace.into(),
+    })
+}
+
+/// The catalog the run-bundle CatalogSource serves now, read back from its ConfigMaps.
+async fn current_catalog(
+    cluster: &Cluster,
+    namespace: &str,
+    cs_ns: &str,
+    cs: &CatalogSource,
+    package: &str,
+    config_maps: &[String],
+) -> Result<DeclarativeConfig, RunBundleError> {
+    let mut parts = Vec::new();
+    for name in config_maps {
+        let cm: Option<Value> = cluster
+            .get(&config_map_resource(), Some(cs_ns), name)
+            .await?;
+        let text = cm
+            .as_ref()
+            .and_then(|c| c["data"][CATALOG_FILE].as_str())
+            .ok_or_else(|| RunBundleError::Leftover {
+                package: package.into(),
+                namespace: namespace.into(),
+                what: format!(
+                    "CatalogSource {cs_ns}/{} without its catalog ConfigMap {name}",
+                    cs.metadata.name
+                ),
+            })?;
+        parts.push((name.clone(), text.to_string()));
+    }
+    Ok(catalog::from_partitions(&parts)?)
+}
+
+/// How the CatalogSource serves its catalog now: a local address, or a registry pod (whose
+/// options the next pod keeps).
+async fn previous_serving(
+    cluster: &Cluster,
+    cs_ns: &str,
+    cs: &CatalogSource,
+) -> Result<PreviousServing, RunBundleError> {
+    let ann = &cs.metadata.annotations;
+    if let Some("local") = ann.get(SERVING_ANNOTATION).map(String::as_str) {
+        return Ok(PreviousServing::Local {
+            address: cs.spec.address.clone(),
+        });
+    }
+    let pod_name = ann
+        .get(REGISTRY_POD_ANNOTATION)
+        .cloned()
+        .unwrap_or_default();
+    let image = ann
+        .get(INDEX_IMAGE_ANNOTATION)
+        .cloned()
+        .unwrap_or_else(|| super::DEFAULT_INDEX_IMAGE.into());
+    let pod: Option<Value> = if pod_name.is_empty() {
+        None
+    } else {
+        cluster.get(&pod_resource(), Some(cs_ns), &pod_name).await?
+    };
+    let (options, restricted) = pod_options_from(pod.as_ref(), &image);
+    Ok(PreviousServing::RegistryPod {
+        pod: pod_name,
+        options,
+        restricted,
+    })
+}
+
+/// The catalog's next revision, with the bundle as the channel's new head; `None` when it is
+/// the head already (an earlier upgrade stopped after writing it).
+fn upgraded_revision(
+    current: &DeclarativeConfig,
+    bundle: &BundleToRun,
+    cs: &CatalogSource,
+    notes: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<CatalogRevision>, RunBundleError> {
+    let ann = &cs.metadata.annotations;
+    let generation: u32 = ann
+        .get(GENERATION_ANNOTATION)
+        .and_then(|g| g.parse().ok())
+        .unwrap_or(1);
+    let names = catalog::bundle_names(current);
+    let heads = current
+        .channels
+        .iter()
+        .find(|c| c.name == CHANNEL)
+        .map(olmkit_catalog::model::channel_heads)
+        .unwrap_or_default();
+    if names.contains(&bundle.csv_name) && heads == [bundle.csv_name.as_str()] {
+        notes.push(format!(
+            "{} is already the head of the run-bundle catalog (an earlier run bundle-upgrade did not finish): waiting for OLM to upgrade to it",
+            bundle.csv_name
+        ));
+        return Ok(None);
+    }
+    let UpgradedCatalog {
+        config,
+        entry,
+        from,
+        notes: more,
+        warnings: w,
+    } = catalog::add_upgrade(current, bundle)?;
+    notes.extend(more);
+    warnings.extend(w);
+    let mut edge = format!("{} replaces {}", entry.name, entry.replaces);
+    if !entry.skips.is_empty() {
+        edge.push_str(&format!(", skips {}", entry.skips.join(", ")));
+    }
+    if !entry.skip_range.is_empty() {
+        edge.push_str(&format!(", skipRange {:?}", entry.skip_range));
+    }
+    notes.push(format!("upgrade edge: {edge} (from {from})"));
+    let mut injected = super::manifests::injected_bundles(ann);
+    injected.push(InjectedBundle {
+        source: bundle.source.clone(),
+        csv: bundle.csv_name.clone(),
+    });
+    let rev = CatalogRevision::new(&cs.metadata.name, generation + 1, config, injected)?;
+    notes.push(rev.describe());
+    Ok(Some(rev))
 }
 
 /// Any object, by its metadata.

@@ -36,7 +36,7 @@ use std::fmt;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::conversion::Converter;
+use crate::conversion::{Converted, Converter};
 use axum::body::Bytes;
 use http::StatusCode;
 use kube::core::conversion::ConversionResponse;
@@ -282,34 +282,9 @@ pub fn answer_within(
     if let Some(problem) = shape_problem {
         return Ok(fail_review(types, uid, bad_request(problem)));
     }
-    let desired_api_version = match desired_api_version.map(|v| (v, as_str(v))) {
-        Some((_, Some(v))) => v,
-        other => {
-            return Ok(fail_review(
-                types,
-                uid,
-                bad_request(format!(
-                    "request.desiredAPIVersion must be a string, got {}",
-                    json_type(other.map(|(raw, _)| raw))
-                )),
-            ));
-        }
-    };
-    // Go decodes a missing or null list as empty; so does this.
-    let objects = match objects {
-        None => None,
-        Some(list) if list.get() == "null" => None,
-        Some(list) if list.get().starts_with('[') => Some(list),
-        Some(other) => {
-            return Ok(fail_review(
-                types,
-                uid,
-                bad_request(format!(
-                    "request.objects must be a list, got {}",
-                    json_type(Some(other))
-                )),
-            ));
-        }
+    let (desired_api_version, objects) = match request_values(desired_api_version, objects) {
+        Ok(values) => values,
+        Err(problem) => return Ok(fail_review(types, uid, bad_request(problem))),
     };
     let Some(first) = converter_for(converters, &desired_api_version, None) else {
         let message = "cannot convert: this webhook serves no resource".to_string();
@@ -336,6 +311,36 @@ pub fn answer_within(
     )
 }
 
+/// The request's `desiredAPIVersion` and `objects`, checked to be a string and a list; what is
+/// wrong with them otherwise.
+fn request_values<'a>(
+    desired_api_version: Option<&'a RawValue>,
+    objects: Option<&'a RawValue>,
+) -> Result<(Cow<'a, str>, Option<&'a RawValue>), String> {
+    let desired_api_version = match desired_api_version.map(|v| (v, as_str(v))) {
+        Some((_, Some(v))) => v,
+        other => {
+            return Err(format!(
+                "request.desiredAPIVersion must be a string, got {}",
+                json_type(other.map(|(raw, _)| raw))
+            ));
+        }
+    };
+    // Go decodes a missing or null list as empty; so does this.
+    let objects = match objects {
+        None => None,
+        Some(list) if list.get() == "null" => None,
+        Some(list) if list.get().starts_with('[') => Some(list),
+        Some(other) => {
+            return Err(format!(
+                "request.objects must be a list, got {}",
+                json_type(Some(other))
+            ));
+        }
+    };
+    Ok((desired_api_version, objects))
+}
+
 /// What [`convert_objects`] needs to know about the review.
 struct Review<'c> {
     types: TypeMeta,
@@ -345,6 +350,152 @@ struct Review<'c> {
     converters: &'c Converters,
     body_len: usize,
     limit: usize,
+}
+
+/// The answer being written while the objects are converted one at a time, and what that has
+/// cost and found so far.
+struct Conversion<'c> {
+    converters: &'c Converters,
+    desired: &'c str,
+    limit: usize,
+    /// [`base_cost`] of the body.
+    base: usize,
+    /// What the answer may allocate within the base.
+    answer_allowance: usize,
+    out: Chunked,
+    total: usize,
+    failures: usize,
+    listed: Vec<(usize, String, String)>,
+    warnings: Vec<(usize, String, String)>,
+    more_warnings: usize,
+    // The most charged so far beyond the base: the largest parsed object and the answer's
+    // excess over its allowance.
+    largest_parse: usize,
+    charged: usize,
+    refused: Option<Refused>,
+}
+
+impl Conversion<'_> {
+    /// Charges for what the review holds now, if more than charged already; `Err` (the refusal
+    /// kept) stops the review.
+    fn charge_held(
+        &mut self,
+        charge: &mut dyn FnMut(usize) -> Result<(), Refused>,
+    ) -> Result<(), ()> {
+        let excess = self.out.allocated().saturating_sub(self.answer_allowance);
+        let wanted = self.base + excess + self.largest_parse;
+        if wanted > self.charged {
+            if let Err(e) = charge(wanted) {
+                self.refused = Some(e);
+                return Err(());
+            }
+            self.charged = wanted;
+        }
+        Ok(())
+    }
+
+    /// Converts one object's text, unless holding it would exceed the limit.
+    fn convert<'t>(
+        &mut self,
+        text: &'t str,
+        charge: &mut dyn FnMut(usize) -> Result<(), Refused>,
+    ) -> Result<Result<Converted<Cow<'t, str>>, String>, ()> {
+        let cost = parse_cost(text);
+        let excess = self.out.allocated().saturating_sub(self.answer_allowance);
+        if self.base.saturating_add(excess).saturating_add(cost) > self.limit {
+            return Ok(Err(format!(
+                "converting it would take about {} MiB (its text and {} JSON values), more than \
+                 the webhook may hold ({} MiB, --webhook-max-inflight-bytes)",
+                cost.div_ceil(1 << 20),
+                cost.saturating_sub(text.len()) / VALUE_COST,
+                self.limit >> 20
+            )));
+        }
+        if cost > self.largest_parse {
+            self.largest_parse = cost;
+        }
+        self.charge_held(charge)?;
+        let kind = kind_of(text);
+        Ok(
+            match converter_for(self.converters, self.desired, kind.as_deref()) {
+                Some(c) => c
+                    .convert_str(text, self.desired)
+                    .map_err(|e| without_position(e.to_string())),
+                None => Err("this webhook serves no resource".to_string()),
+            },
+        )
+    }
+
+    /// Converts the next object of the list and adds it to the answer (or to the failures).
+    fn object(
+        &mut self,
+        raw: &RawValue,
+        charge: &mut dyn FnMut(usize) -> Result<(), Refused>,
+    ) -> Result<(), ()> {
+        let index = self.total;
+        self.total += 1;
+        match self.convert(raw.get(), charge)? {
+            Ok(converted) => {
+                if self.failures == 0 {
+                    if index > 0 {
+                        self.out.push(b",");
+                    }
+                    self.out.push(converted.object.as_bytes());
+                    self.charge_held(charge)?;
+                }
+                for warning in converted.warnings {
+                    if self.warnings.len() < MAX_LOGGED_WARNINGS {
+                        self.warnings
+                            .push((index, object_name(raw), warning.to_string()));
+                    } else {
+                        self.more_warnings += 1;
+                    }
+                }
+            }
+            Err(error) => {
+                if self.failures == 0 {
+                    // The answer will be a Failure: what was converted is not needed.
+                    self.out = Chunked::new(0);
+                }
+                self.failures += 1;
+                if self.listed.len() < MAX_LISTED_FAILURES {
+                    self.listed.push((index, object_name(raw), error));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The Failure answer: the objects that could not be converted, the first few listed.
+    fn failure(self, types: TypeMeta, uid: String) -> (Reply, Outcome) {
+        let Conversion {
+            converters,
+            desired,
+            total,
+            failures,
+            listed,
+            ..
+        } = self;
+        let mut message = format!("cannot convert {failures} of {total} objects to {desired}: ");
+        let listed_text: Vec<String> = listed
+            .iter()
+            .map(|(index, name, error)| format!("objects[{index}] ({name}): {error}"))
+            .collect();
+        message.push_str(&listed_text.join("; "));
+        if failures > listed.len() {
+            message.push_str(&format!("; and {} more", failures - listed.len()));
+        }
+        let causes = listed
+            .into_iter()
+            .map(|(index, name, error)| StatusCause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("{name}: {error}"),
+                field: format!("request.objects[{index}]"),
+            })
+            .collect();
+        let owner = converter_for(converters, desired, None).map(|c| (c.group(), c.kind()));
+        fail_review(types, uid, invalid(message, causes, owner))
+    }
 }
 
 /// Converts the objects one at a time, writing the answer as it goes.
@@ -362,135 +513,51 @@ fn convert_objects(
         limit,
     } = review;
     let base = base_cost(body_len);
-    let answer_allowance = base - body_len;
     let mut out = Chunked::new((body_len.saturating_mul(2) + 512).min(CHUNK_BYTES));
     out.push(b"{\"apiVersion\":");
     out.push_json(&types.api_version);
     out.push(b",\"kind\":\"ConversionReview\",\"response\":{\"uid\":");
     out.push_json(&uid);
     out.push(b",\"result\":{\"status\":\"Success\"},\"convertedObjects\":[");
-
-    let mut total = 0usize;
-    let mut failures = 0usize;
-    let mut listed: Vec<(usize, String, String)> = Vec::new();
-    let mut warnings: Vec<(usize, String, String)> = Vec::new();
-    let mut more_warnings = 0usize;
-    // The most charged so far beyond the base: the largest parsed object and the answer's
-    // excess over its allowance.
-    let mut largest_parse = 0usize;
-    let mut charged = base;
-    let mut refused: Option<Refused> = None;
-
-    let mut each = |raw: &RawValue| -> Result<(), ()> {
-        let index = total;
-        total += 1;
-        let text = raw.get();
-        let cost = parse_cost(text);
-        let excess = out.allocated().saturating_sub(answer_allowance);
-        let result = if base.saturating_add(excess).saturating_add(cost) > limit {
-            Err(format!(
-                "converting it would take about {} MiB (its text and {} JSON values), more than \
-                 the webhook may hold ({} MiB, --webhook-max-inflight-bytes)",
-                cost.div_ceil(1 << 20),
-                cost.saturating_sub(text.len()) / VALUE_COST,
-                limit >> 20
-            ))
-        } else {
-            if cost > largest_parse {
-                largest_parse = cost;
-            }
-            let wanted = base + excess + largest_parse;
-            if wanted > charged {
-                if let Err(e) = charge(wanted) {
-                    refused = Some(e);
-                    return Err(());
-                }
-                charged = wanted;
-            }
-            let kind = kind_of(text);
-            match converter_for(converters, &desired, kind.as_deref()) {
-                Some(c) => c
-                    .convert_str(text, &desired)
-                    .map_err(|e| without_position(e.to_string())),
-                None => Err("this webhook serves no resource".to_string()),
-            }
-        };
-        match result {
-            Ok(converted) => {
-                if failures == 0 {
-                    if index > 0 {
-                        out.push(b",");
-                    }
-                    out.push(converted.object.as_bytes());
-                    let excess = out.allocated().saturating_sub(answer_allowance);
-                    let wanted = base + excess + largest_parse;
-                    if wanted > charged {
-                        if let Err(e) = charge(wanted) {
-                            refused = Some(e);
-                            return Err(());
-                        }
-                        charged = wanted;
-                    }
-                }
-                for warning in converted.warnings {
-                    if warnings.len() < MAX_LOGGED_WARNINGS {
-                        warnings.push((index, object_name(raw), warning.to_string()));
-                    } else {
-                        more_warnings += 1;
-                    }
-                }
-            }
-            Err(error) => {
-                if failures == 0 {
-                    // The answer will be a Failure: what was converted is not needed.
-                    out = Chunked::new(0);
-                }
-                failures += 1;
-                if listed.len() < MAX_LISTED_FAILURES {
-                    listed.push((index, object_name(raw), error));
-                }
-            }
-        }
-        Ok(())
+    let mut conv = Conversion {
+        converters,
+        desired: &desired,
+        limit,
+        base,
+        answer_allowance: base - body_len,
+        out,
+        total: 0,
+        failures: 0,
+        listed: Vec::new(),
+        warnings: Vec::new(),
+        more_warnings: 0,
+        largest_parse: 0,
+        charged: base,
+        refused: None,
     };
     if let Some(list) = objects {
+        let mut each = |raw: &RawValue| conv.object(raw, charge);
         let mut de = serde_json::Deserializer::from_str(list.get());
         // The list was read as valid JSON already; only the callback stops this early.
         let _ = de.deserialize_seq(EachObject(&mut each));
     }
-    if let Some(refused) = refused {
+    if let Some(refused) = conv.refused {
         return Err(refused);
     }
-    if failures == 0 {
-        out.push(b"]}}");
-        log_warnings(&uid, &warnings, more_warnings);
-        return Ok((
-            Reply {
-                status: StatusCode::OK,
-                chunks: out.finish(),
-            },
-            Outcome::Converted { objects: total },
-        ));
+    if conv.failures > 0 {
+        return Ok(conv.failure(types, uid));
     }
-    let mut message = format!("cannot convert {failures} of {total} objects to {desired}: ");
-    let listed_text: Vec<String> = listed
-        .iter()
-        .map(|(index, name, error)| format!("objects[{index}] ({name}): {error}"))
-        .collect();
-    message.push_str(&listed_text.join("; "));
-    if failures > listed.len() {
-        message.push_str(&format!("; and {} more", failures - listed.len()));
-    }
-    let causes = listed
-        .into_iter()
-        .map(|(index, name, error)| StatusCause {
-            reason: "FieldValueInvalid".into(),
-            message: format!("{name}: {error}"),
-            field: format!("request.objects[{index}]"),
-        })
-        .collect();
-    let owner = converter_for(converters, &desired, None).map(|c| (c.group(), c.kind()));
-    Ok(fail_review(types, uid, invalid(message, causes, owner)))
+    conv.out.push(b"]}}");
+    log_warnings(&uid, &conv.warnings, conv.more_warnings);
+    Ok((
+        Reply {
+            status: StatusCode::OK,
+            chunks: conv.out.finish(),
+        },
+        Outcome::Converted {
+            objects: conv.total,
+        },
+    ))
 }
 
 fn log_warnings(uid: &str, warnings: &[(usize, String, String)], more: usize) {

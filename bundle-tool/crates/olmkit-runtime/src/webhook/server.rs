@@ -198,6 +198,42 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
 }
 
+/// The answer to a body that is not JSON (by its Content-Type).
+fn unsupported_media_type(headers: &HeaderMap) -> Response {
+    let found = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map_or_else(|| "none".to_string(), review_echo);
+    let message = format!("Content-Type must be application/json, got {found}");
+    warn_rejected(&message);
+    into_response(review::status_reply(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "UnsupportedMediaType",
+        &message,
+    ))
+}
+
+/// The 413 of a body declared over the limit: not admitted; read and discard (bounded, when a
+/// drain slot is free) so that the client sees the answer (see `refuse`).
+async fn refuse_too_large(
+    admission: &Admission,
+    version: Version,
+    body: Body,
+    limit: usize,
+) -> Response {
+    let mut response = too_large(limit);
+    let drained = match admission.drain_slot() {
+        Some(_slot) => drain(body, limit).await.is_ok(),
+        None => false,
+    };
+    if version < Version::HTTP_2 && !drained {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
 async fn convert(
     State(state): State<AppState>,
     version: Version,
@@ -207,17 +243,7 @@ async fn convert(
     let started = Instant::now();
     let limits = state.limits;
     if !is_json(&headers) {
-        let found = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map_or_else(|| "none".to_string(), review_echo);
-        let message = format!("Content-Type must be application/json, got {found}");
-        warn_rejected(&message);
-        return into_response(review::status_reply(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "UnsupportedMediaType",
-            &message,
-        ));
+        return unsupported_media_type(&headers);
     }
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -230,19 +256,7 @@ async fn convert(
     }
     let work = async {
         if declared.is_some_and(|len| len > limit as u64) {
-            // Over the limit: not admitted; read and discard (bounded, when a drain slot is
-            // free) so the client sees the 413 (see `refuse`).
-            let mut response = too_large(limit);
-            let drained = match state.admission.drain_slot() {
-                Some(_slot) => drain(body, limit).await.is_ok(),
-                None => false,
-            };
-            if version < Version::HTTP_2 && !drained {
-                response
-                    .headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            }
-            return response;
+            return refuse_too_large(&state.admission, version, body, limit).await;
         }
         let declared = declared.and_then(|len| usize::try_from(len).ok());
         let mut ticket = match state.admission.admit(declared.map(review::base_cost)) {
