@@ -406,9 +406,10 @@ impl Deleter<'_> {
     ) -> Result<Vec<String>, CleanupError> {
         let mut crds: Vec<String> = csvs
             .iter()
-            .flat_map(|c| c.spec.custom_resource_definitions.owned.iter())
-            .map(|d| d.name.clone())
+            .flat_map(|c| c.view().owned_crds())
+            .filter_map(|d| d.name())
             .filter(|n| !n.is_empty())
+            .map(String::from)
             .collect();
         crds.sort();
         crds.dedup();
@@ -422,11 +423,9 @@ impl Deleter<'_> {
                 let ours = c.metadata.namespace == ns
                     && csvs.iter().any(|o| o.metadata.name == c.metadata.name);
                 !(c.is_copy() || ours)
-                    && c.spec
-                        .custom_resource_definitions
-                        .owned
-                        .iter()
-                        .any(|d| d.name == crd)
+                    && c.view()
+                        .owned_crds()
+                        .any(|d| d.name() == Some(crd.as_str()))
             });
             let o = obj(&crd_resource(), "", &crd);
             match (other, delete_crds) {

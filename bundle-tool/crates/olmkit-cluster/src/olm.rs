@@ -314,57 +314,6 @@ pub struct InstallMode {
     pub supported: bool,
 }
 
-/// The provider of a CSV.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Provider {
-    /// Provider name.
-    pub name: String,
-}
-
-/// `spec` of a ClusterServiceVersion (the fields shown by `kubectl get csv`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct CsvSpec {
-    /// Display name.
-    pub display_name: String,
-    /// Version.
-    pub version: String,
-    /// Release (newer CSVs).
-    pub release: String,
-    /// The CSV this one replaces.
-    pub replaces: String,
-    /// Install modes.
-    pub install_modes: Vec<InstallMode>,
-    /// Provider.
-    pub provider: Provider,
-    /// The CRDs the CSV owns and requires.
-    #[serde(rename = "customresourcedefinitions")]
-    pub custom_resource_definitions: CrdDescriptions,
-}
-
-/// `spec.customresourcedefinitions` of a CSV.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct CrdDescriptions {
-    /// CRDs the operator owns (OLM installs them from its bundle).
-    pub owned: Vec<CrdDescription>,
-    /// CRDs another operator must provide.
-    pub required: Vec<CrdDescription>,
-}
-
-/// One CRD of a CSV's `spec.customresourcedefinitions`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct CrdDescription {
-    /// `<plural>.<group>`, the CRD's name.
-    pub name: String,
-    /// A served version.
-    pub version: String,
-    /// Kind.
-    pub kind: String,
-}
-
 /// One entry of `status.requirementStatus` of a CSV.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -395,22 +344,66 @@ pub struct CsvStatus {
     pub requirement_status: Vec<RequirementStatus>,
 }
 
-/// A ClusterServiceVersion.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+/// A ClusterServiceVersion as read from the cluster.
+///
+/// Its metadata and status (written by the API server and OLM, never part of a bundle) are read
+/// typed; its spec is read through the one CSV view, [`olmkit_core::csv::Csv`], over the object
+/// as the API server returned it ([`Csv::view`]), exactly as bundles and catalogs read CSVs.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Csv {
     /// Metadata.
     pub metadata: Meta,
-    /// Spec.
-    pub spec: CsvSpec,
     /// Status.
     pub status: CsvStatus,
+    /// The whole object, as read.
+    pub object: serde_json::Value,
 }
 
 impl Csv {
+    /// The CSV through the one lenient CSV view (spec fields).
+    pub fn view(&self) -> olmkit_core::csv::Csv<'_> {
+        olmkit_core::csv::Csv::new(&self.object)
+    }
+
     /// True for the copies OLM makes in every target namespace of an AllNamespaces operator.
     pub fn is_copy(&self) -> bool {
         self.metadata.labels.contains_key(COPIED_FROM_LABEL) || self.status.reason == "Copied"
+    }
+}
+
+impl<'de> Deserialize<'de> for Csv {
+    /// Keeps the object whole and reads metadata and status from it; a missing one defaults,
+    /// as with the other read models.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let object = serde_json::Value::deserialize(d)?;
+        let part = |key: &str| object.get(key).cloned().unwrap_or_default();
+        let metadata = match part("metadata") {
+            serde_json::Value::Null => Meta::default(),
+            v => serde_json::from_value(v).map_err(D::Error::custom)?,
+        };
+        let status = match part("status") {
+            serde_json::Value::Null => CsvStatus::default(),
+            v => serde_json::from_value(v).map_err(D::Error::custom)?,
+        };
+        Ok(Csv {
+            metadata,
+            status,
+            object,
+        })
+    }
+}
+
+impl InstallMode {
+    /// The install modes of a CSV (`spec.installModes`), one per entry; a malformed entry
+    /// reads as an unsupported mode of no type.
+    pub fn of_csv(csv: olmkit_core::csv::Csv<'_>) -> Vec<InstallMode> {
+        csv.install_modes()
+            .map(|m| InstallMode {
+                type_: m.mode_type().unwrap_or_default().to_string(),
+                supported: m.supported().unwrap_or(false),
+            })
+            .collect()
     }
 }
 

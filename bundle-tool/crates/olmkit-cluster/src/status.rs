@@ -462,10 +462,10 @@ fn csv_row(c: &Csv, attention: &mut Vec<String>) -> CsvRow {
     CsvRow {
         namespace: c.metadata.namespace.clone(),
         name: c.metadata.name.clone(),
-        display: c.spec.display_name.clone(),
-        version: c.spec.version.clone(),
-        release: c.spec.release.clone(),
-        replaces: c.spec.replaces.clone(),
+        display: spec_str(c.view().display_name()),
+        version: spec_str(c.view().version()),
+        release: spec_str(c.view().release()),
+        replaces: spec_str(c.view().replaces()),
         phase: c.status.phase.clone(),
         reason: c.status.reason.clone(),
         message: c.status.message.clone(),
@@ -656,15 +656,20 @@ fn operator_groups_table(all: bool, rows: &[OperatorGroupRow]) -> String {
     t.render()
 }
 
+/// A CSV spec field as `kubectl get csv` shows it: empty when absent.
+fn spec_str(field: Option<&str>) -> String {
+    field.unwrap_or_default().to_string()
+}
+
 /// The `kubectl get csv` table of one CSV (what `install` prints when it is done).
 pub fn csv_table(csv: &Csv) -> String {
     let mut t = Table::new(&["NAME", "DISPLAY", "VERSION", "RELEASE", "REPLACES", "PHASE"]);
     t.push(vec![
         csv.metadata.name.clone(),
-        csv.spec.display_name.clone(),
-        csv.spec.version.clone(),
-        csv.spec.release.clone(),
-        csv.spec.replaces.clone(),
+        spec_str(csv.view().display_name()),
+        spec_str(csv.view().version()),
+        spec_str(csv.view().release()),
+        spec_str(csv.view().replaces()),
         csv.status.phase.clone(),
     ]);
     t.drop_empty_column("RELEASE");
@@ -733,23 +738,16 @@ mod tests {
     }
 
     fn csv(name: &str, version: &str, replaces: &str, phase: &str) -> Csv {
-        Csv {
-            metadata: Meta {
-                name: name.into(),
-                namespace: "ops".into(),
-                ..Default::default()
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "ops"},
+            "spec": {
+                "displayName": "Memcached Operator",
+                "version": version,
+                "replaces": replaces,
             },
-            spec: CsvSpec {
-                display_name: "Memcached Operator".into(),
-                version: version.into(),
-                replaces: replaces.into(),
-                ..Default::default()
-            },
-            status: CsvStatus {
-                phase: phase.into(),
-                ..Default::default()
-            },
-        }
+            "status": {"phase": phase},
+        }))
+        .unwrap()
     }
 
     fn group(ns: &str, name: &str, flagged: bool) -> OperatorGroup {

@@ -166,6 +166,14 @@ impl<'a> Csv<'a> {
     pub fn display_name(&self) -> Option<&'a str> {
         self.str("/spec/displayName")
     }
+    /// `spec.release` (newer CSVs: a build of one version, shown by `kubectl get csv`).
+    pub fn release(&self) -> Option<&'a str> {
+        self.str("/spec/release")
+    }
+    /// `spec.provider.name`.
+    pub fn provider_name(&self) -> Option<&'a str> {
+        self.str("/spec/provider/name")
+    }
     /// `spec.description`.
     pub fn description(&self) -> Option<&'a str> {
         self.str("/spec/description")

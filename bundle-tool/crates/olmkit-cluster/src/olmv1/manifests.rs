@@ -17,6 +17,7 @@ use super::BundleFacts;
 use crate::install_mode::{InstallModeType, supported_modes};
 use crate::names::is_digest_ref;
 use crate::olm::MANAGED_BY_LABEL;
+use olmkit_core::csv::Csv;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
@@ -206,22 +207,21 @@ pub fn installer_rules(p: &V1Params, facts: &BundleFacts) -> (Vec<Value>, Vec<Va
         ALL_VERBS,
         &[],
     ));
-    let webhooks = facts.webhooks();
-    cluster.extend(webhook_configuration_rules(&webhooks));
+    cluster.extend(webhook_configuration_rules(facts.csv_view()));
     granted_rules(facts, all_namespaces, &mut cluster, &mut ns);
-    ns.extend(namespaced_object_rules(facts, !webhooks.is_empty()));
+    let has_webhooks = facts.csv_view().webhook_definitions().next().is_some();
+    ns.extend(namespaced_object_rules(facts, has_webhooks));
     (cluster, ns)
 }
 
 /// The rules for the bundle's webhook configurations, by their names.
-fn webhook_configuration_rules(webhooks: &[&Value]) -> Vec<Value> {
+fn webhook_configuration_rules(csv: Csv<'_>) -> Vec<Value> {
     let mut hook_resources = BTreeSet::new();
     let mut hook_names = BTreeSet::new();
-    for wh in webhooks {
-        let t = wh.get("type").and_then(Value::as_str).unwrap_or("");
+    for wh in csv.webhook_definitions() {
+        let t = wh.webhook_type().unwrap_or("");
         let name = wh
-            .get("generateName")
-            .and_then(Value::as_str)
+            .generate_name()
             .unwrap_or("")
             .trim_end_matches('-')
             .to_string();
@@ -266,35 +266,25 @@ fn granted_rules(
     cluster: &mut Vec<Value>,
     ns: &mut Vec<Value>,
 ) {
-    for perm in facts.permissions("clusterPermissions") {
-        for r in perm
-            .get("rules")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+    let csv = facts.csv_view();
+    for perm in csv.cluster_permissions() {
+        for r in perm.rules() {
             if let Some(r) = clean_rule(r) {
                 push_unique(cluster, r);
             }
         }
     }
-    let namespaced_perms: Vec<Value> = facts
-        .permissions("permissions")
-        .into_iter()
-        .flat_map(|perm| {
-            perm.get("rules")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        })
-        .filter_map(|r| clean_rule(&r))
+    let namespaced_perms: Vec<Value> = csv
+        .permissions()
+        .flat_map(|perm| perm.rules())
+        .filter_map(clean_rule)
         .filter(|r| r.get("nonResourceURLs").is_none())
         .collect();
     if all_namespaces {
         for r in namespaced_perms {
             push_unique(cluster, r);
         }
-        if !facts.permissions("permissions").is_empty() {
+        if csv.permissions().next().is_some() {
             push_unique(
                 cluster,
                 rule(&[""], &["namespaces"], &["get", "list", "watch"], &[]),
@@ -311,18 +301,14 @@ fn granted_rules(
 /// the namespace's `default`.
 fn service_accounts(facts: &BundleFacts) -> BTreeSet<String> {
     let mut service_accounts: BTreeSet<String> = BTreeSet::new();
-    for which in ["permissions", "clusterPermissions"] {
-        for perm in facts.permissions(which) {
-            if let Some(sa) = perm.get("serviceAccountName").and_then(Value::as_str) {
-                service_accounts.insert(sa.to_string());
-            }
+    let csv = facts.csv_view();
+    for perm in csv.permissions().chain(csv.cluster_permissions()) {
+        if let Some(sa) = perm.service_account_name() {
+            service_accounts.insert(sa.to_string());
         }
     }
-    for d in facts.deployments() {
-        if let Some(sa) = d
-            .pointer("/spec/template/spec/serviceAccountName")
-            .and_then(Value::as_str)
-        {
+    for d in csv.deployments() {
+        if let Some(sa) = d.spec().pod_spec().service_account() {
             service_accounts.insert(sa.to_string());
         }
     }
@@ -335,9 +321,9 @@ fn service_accounts(facts: &BundleFacts) -> BTreeSet<String> {
 fn namespaced_object_rules(facts: &BundleFacts, has_webhooks: bool) -> Vec<Value> {
     let mut ns = Vec::new();
     let deployments: BTreeSet<String> = facts
+        .csv_view()
         .deployments()
-        .iter()
-        .filter_map(|d| d.get("name").and_then(Value::as_str))
+        .filter_map(|d| d.name())
         .map(String::from)
         .collect();
     ns.extend(manage_named("apps", "deployments", &deployments));

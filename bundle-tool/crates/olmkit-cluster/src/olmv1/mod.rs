@@ -209,41 +209,14 @@ impl BundleFacts {
         self.csv.name()
     }
 
-    /// A field of the CSV by JSON pointer.
-    pub fn csv_at(&self, pointer: &str) -> Option<&Value> {
-        self.csv.object.pointer(pointer)
+    /// The CSV through the one lenient CSV view.
+    pub fn csv_view(&self) -> olmkit_core::csv::Csv<'_> {
+        olmkit_core::csv::Csv::new(&self.csv.object)
     }
 
     /// The CSV's install modes.
     pub fn install_modes(&self) -> Vec<crate::olm::InstallMode> {
-        self.csv_at("/spec/installModes")
-            .cloned()
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default()
-    }
-
-    /// `spec.install.spec.deployments`.
-    pub fn deployments(&self) -> Vec<&Value> {
-        self.csv_at("/spec/install/spec/deployments")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().collect())
-            .unwrap_or_default()
-    }
-
-    /// `spec.install.spec.permissions` or `clusterPermissions` (`which`).
-    pub fn permissions(&self, which: &str) -> Vec<&Value> {
-        self.csv_at(&format!("/spec/install/spec/{which}"))
-            .and_then(Value::as_array)
-            .map(|a| a.iter().collect())
-            .unwrap_or_default()
-    }
-
-    /// `spec.webhookdefinitions`.
-    pub fn webhooks(&self) -> Vec<&Value> {
-        self.csv_at("/spec/webhookdefinitions")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().collect())
-            .unwrap_or_default()
+        crate::olm::InstallMode::of_csv(self.csv_view())
     }
 
     /// The bundle's CRDs.

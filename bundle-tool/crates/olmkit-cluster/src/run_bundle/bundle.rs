@@ -6,7 +6,7 @@ use crate::olm::InstallMode;
 use olmkit_catalog::declcfg;
 use olmkit_catalog::render::{DeclaredEdges, RenderBundleError, RenderOptions, declared_edges};
 use olmkit_catalog::render_opm::{LoadOpmBundleError, load_bundle_dir_opm, render_bundle};
-use serde_json::Value;
+use olmkit_core::csv::Csv;
 use std::path::Path;
 use thiserror::Error;
 
@@ -65,10 +65,6 @@ pub enum LoadRunBundleError {
     },
 }
 
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
 impl BundleToRun {
     /// Loads the bundle directory `dir`. `source` names it in messages; `image` is the bundle
     /// image the catalog records. Give `""` unless the cluster can pull that image: OLM
@@ -88,19 +84,16 @@ impl BundleToRun {
             }
         })?;
         // render_bundle succeeded, so the CSV is there.
-        let csv = loaded.csv().map(|m| m.object.clone()).unwrap_or_default();
-        let version = str_at(&csv, "/spec/version").to_string();
+        let none = serde_json::Value::Null;
+        let csv = Csv::new(loaded.csv().map_or(&none, |m| &m.object));
+        let version = csv.version().unwrap_or_default().to_string();
         if version.is_empty() {
             return Err(LoadRunBundleError::NoVersion {
                 dir: shown,
                 csv: fbc.name.clone(),
             });
         }
-        let install_modes: Vec<InstallMode> = csv
-            .pointer("/spec/installModes")
-            .cloned()
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default();
+        let install_modes = InstallMode::of_csv(csv);
         let mut crds: Vec<String> = loaded
             .crds()
             .map(|m| m.name().to_string())
@@ -113,8 +106,8 @@ impl BundleToRun {
             package: fbc.package.clone(),
             csv_name: fbc.name.clone(),
             version,
-            display_name: str_at(&csv, "/spec/displayName").to_string(),
-            provider: str_at(&csv, "/spec/provider/name").to_string(),
+            display_name: csv.display_name().unwrap_or_default().to_string(),
+            provider: csv.provider_name().unwrap_or_default().to_string(),
             install_modes,
             crds,
             edges: declared_edges(&loaded),

@@ -687,11 +687,9 @@ fn check_csvs(csvs: &[Csv], ns: &str, bundle: &BundleToRun) -> Result<(), RunBun
             });
         }
         let shared: Vec<&str> = c
-            .spec
-            .custom_resource_definitions
-            .owned
-            .iter()
-            .map(|d| d.name.as_str())
+            .view()
+            .owned_crds()
+            .filter_map(|d| d.name())
             .filter(|n| bundle.crds.iter().any(|x| x == n))
             .collect();
         if !shared.is_empty() {
