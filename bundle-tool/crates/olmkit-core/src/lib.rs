@@ -7,7 +7,7 @@
 //!
 //! It is also the one home of the small grammars several crates (and the operator) need, each
 //! mirroring its upstream definition: OLM skipRanges ([`version_range`], blang/semver), Go
-//! durations ([`duration`]), Kubernetes names ([`k8s_name`], apimachinery) and image references
+//! durations ([`duration`]), Dockerfile `LABEL`s ([`dockerfile`]), Kubernetes names ([`k8s_name`], apimachinery) and image references
 //! ([`image_ref`], distribution/reference). And of how Go writes what upstream writes: JSON
 //! ([`gojson`], encoding/json's escaping and map key order) and YAML ([`goyaml`], go-yaml's
 //! emitter).
@@ -15,6 +15,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod confine;
+pub mod dockerfile;
 pub mod docs;
 pub mod duration;
 pub mod epoch;
