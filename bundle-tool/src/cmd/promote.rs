@@ -52,7 +52,7 @@ fn plan_json(plan: &ReleasePlan, channel: &str, applied: bool) -> Result<String,
     let v = json!({
         "package": plan.package,
         "bundle": plan.bundle,
-        "version": plan.version,
+        "version": plan.version.to_string(),
         "channel": channel,
         "outcome": match plan.outcome {
             Outcome::Changed => "changed",

@@ -132,9 +132,10 @@ pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
     if args.plan {
         return report(&args, built.release(), true);
     }
-    let registry = match args.push {
-        true => Some(registry_publisher(&args.registry, args.force, g)?),
-        false => None,
+    let registry = if args.push {
+        Some(registry_publisher(&args.registry, args.force, g)?)
+    } else {
+        None
     };
     let published = built
         .publish(registry.as_ref().map(|(r, _)| r as &dyn Publisher))
@@ -143,21 +144,20 @@ pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
         bars.clear();
     }
     let published = published.map_err(publish_err)?;
-    let committed = tokio::task::block_in_place(|| published.commit(&mut progress))
-        .map_err(|e| release_err(e.into()))?;
+    let committed =
+        tokio::task::block_in_place(|| published.commit(&mut progress)).map_err(release_err)?;
     report(&args, committed.release(), false)
 }
 
 /// Opens the release, loads the manifests and runs the pipeline up to the images.
 fn build(args: &Args, g: &GlobalArgs, progress: &mut Progress<'_>) -> Result<Built, CmdError> {
-    let opened = olmkit_release::open(config(args), progress).map_err(|e| release_err(e.into()))?;
+    let opened = olmkit_release::open(config(args), progress).map_err(release_err)?;
     require_manifests_here(&args.inputs)?;
     let inputs = load_inputs(&args.inputs, g)?;
-    let stage = |e: ReleaseError| release_err(e);
-    let planned = opened.plan(inputs).map_err(|e| stage(e.into()))?;
-    let generated = planned.generate(progress).map_err(|e| stage(e.into()))?;
-    let validated = generated.validate(progress).map_err(|e| stage(e.into()))?;
-    validated.build(progress).map_err(|e| stage(e.into()))
+    let planned = opened.plan(inputs).map_err(release_err)?;
+    let generated = planned.generate(progress).map_err(release_err)?;
+    let validated = generated.validate(progress).map_err(release_err)?;
+    validated.build(progress).map_err(release_err)
 }
 
 /// A failed publication: the publisher's error, and what it means for the release.
@@ -196,8 +196,8 @@ fn progress_printer(g: &GlobalArgs) -> impl FnMut(Event<'_>) + '_ {
 
 /// The pipeline's error as an exit code: a failed validation prints its report; the rest keep
 /// their hints, as user errors (exit 1) or unexpected ones (exit 2).
-fn release_err(e: ReleaseError) -> CmdError {
-    match e {
+fn release_err(e: impl Into<ReleaseError>) -> CmdError {
+    match e.into() {
         ReleaseError::Validate(v @ ValidateError::Invalid { .. }) => {
             if let ValidateError::Invalid { report, .. } = &v {
                 eprint!("{}", report.render_text());

@@ -153,7 +153,7 @@ pub struct ReleasePlan {
     /// Bundle concerned.
     pub bundle: String,
     /// Its version.
-    pub version: String,
+    pub version: Version,
     /// The changes, in order.
     pub changes: Vec<Change>,
     /// Changed or no-op.
@@ -456,7 +456,7 @@ fn finish(
     Ok(ReleasePlan {
         package: package.to_string(),
         bundle: bundle.to_string(),
-        version: version.to_string(),
+        version: version.clone(),
         outcome: if changes.is_empty() {
             Outcome::NoOp
         } else {
