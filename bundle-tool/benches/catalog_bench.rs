@@ -16,7 +16,7 @@ use olmkit_catalog::catalog_dir::{CatalogDir, write_package_update};
 use olmkit_catalog::declcfg::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property, WriteFormat,
 };
-use olmkit_catalog::release::{ReleaseRequest, SkipRangeMode, plan_release};
+use olmkit_release::catalog_plan::{ReleaseRequest, SkipRangeMode, plan_release};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -16,8 +16,8 @@
 use e2e_support::registry::Registry;
 use olmkit_image::build::Image;
 use olmkit_image::images::{
-    BundleImageInputs, CatalogImageInputs, CatalogServer, HealthProbe, OperatorImageInputs,
-    build_bundle_image, build_catalog_image, build_operator_image,
+    CatalogImageInputs, CatalogServer, HealthProbe, OperatorImageInputs, build_bundle_image,
+    build_catalog_image, build_operator_image,
 };
 use olmkit_image::layout::write_to_layout;
 use olmkit_image::push::{PushOptions, push};
@@ -114,7 +114,7 @@ fn main() {
     let (ms, op) = time(runs, |_| build_operator_image(&op_inputs).unwrap());
     row("operator image", ms, &op);
 
-    let bundle_inputs = BundleImageInputs::new(&bundle_dir, created);
+    let bundle_inputs = olmkit_release::images::bundle_image_inputs(&bundle_dir, created).unwrap();
     let (ms, bundle) = time(runs, |_| build_bundle_image(&bundle_inputs).unwrap().image);
     row("bundle image", ms, &bundle);
 

@@ -9,7 +9,7 @@
 //! 2: everything else).
 
 use crate::cmd::common::registry::{
-    RegistryArgs, build_err, build_time, existing_tag, human_size, layout_err, push_image,
+    RegistryArgs, build_err, build_time, human_size, publish_err, registry_publisher,
     remote_options,
 };
 use crate::exit::{CmdError, ResultExt};
@@ -17,14 +17,17 @@ use crate::output::{GlobalArgs, OutputFormat, print_data, spinner};
 use olmkit_image::build::{BuildImageError, Image, Platform};
 use olmkit_image::dockerfile::{CatalogBase, CatalogDockerfile, catalog_dockerfile};
 use olmkit_image::images::{
-    BundleImageInputs, CatalogImageInputs, CatalogServer, HealthProbe, ManagerCommand, OciLabels,
+    CatalogImageInputs, CatalogServer, HealthProbe, ManagerCommand, OciLabels,
     OperatorImageCheckError, OperatorImageInputs, build_bundle_image, build_catalog_image,
     build_operator_image, check_operator_image,
 };
 use olmkit_image::inspect::{ImageInfo, InspectImageError, inspect_layout, inspect_remote};
-use olmkit_image::layout::{read_from_layout, write_to_layout};
+use olmkit_image::layout::read_from_layout;
+use olmkit_image::publish::{LayoutPublisher, Named, Publisher};
+use olmkit_image::push::PushReport;
 use olmkit_image::remote::parse_reference;
 use olmkit_image::tree::Owner;
+use olmkit_release::images::{BUNDLE_LOAD_HINT, bundle_image_inputs, manager_command_of_csv};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -344,8 +347,7 @@ fn parse_owner(s: &str) -> Result<Owner, String> {
 /// interrupted commit touching it); `None` when it has no command.
 fn manager_command_of(dir: &Path) -> Result<Option<ManagerCommand>, CmdError> {
     crate::cmd::common::pending::recover_before_reading([dir])?;
-    let bundle =
-        olmkit_bundle::load_bundle_dir(dir).map_err(|e| build_err(BuildImageError::Bundle(e)))?;
+    let bundle = olmkit_bundle::load_bundle_dir(dir).map_err(bundle_load_err)?;
     let Some(csv) = bundle.csv() else {
         return Err(CmdError::msg(format!(
             "--bundle-dir {}: the bundle has no ClusterServiceVersion",
@@ -353,10 +355,15 @@ fn manager_command_of(dir: &Path) -> Result<Option<ManagerCommand>, CmdError> {
         ))
         .hint("give the directory holding manifests/ with the CSV (bundle-tool generate bundle writes one)"));
     };
-    Ok(ManagerCommand::of_csv(
+    Ok(manager_command_of_csv(
         &csv.object,
         dir.join(&csv.file).display().to_string(),
     ))
+}
+
+/// A bundle directory that does not load: exit 1, with how to make one.
+fn bundle_load_err(e: olmkit_bundle::LoadBundleError) -> CmdError {
+    CmdError::user(e).hint(BUNDLE_LOAD_HINT)
 }
 
 /// A refused operator image build; a dynamically linked binary also gets the flag that
@@ -412,12 +419,18 @@ async fn finish_build(
     for w in &warnings {
         eprintln!("warning: {w}");
     }
-    let summary =
-        write_to_layout(&out.layout, &[(&image, out.tag.as_str())]).map_err(layout_err)?;
+    let named = [Named {
+        image: &image,
+        reference: out.tag.as_str(),
+    }];
+    let layout = LayoutPublisher {
+        dir: out.layout.clone(),
+    };
+    let summary = layout.publish(&named).await.map_err(publish_err)?;
     tracing::debug!(?summary, "layout written");
     let pushed = if out.push {
         let target = out.to.as_deref().unwrap_or(&out.tag);
-        Some(push_image(&image, target, &out.registry, existing_tag(out.force), g).await?)
+        Some(push(&image, target, &out.registry, out.force, g).await?)
     } else {
         None
     };
@@ -510,8 +523,9 @@ async fn build(cmd: BuildCommand, g: &GlobalArgs) -> Result<(), CmdError> {
             finish_build("operator", image, Vec::new(), &a.out, g).await
         }
         BuildCommand::Bundle(a) => {
+            let created = build_time(a.out.created.as_deref())?;
             let mut inputs =
-                BundleImageInputs::new(&a.bundle_dir, build_time(a.out.created.as_deref())?);
+                bundle_image_inputs(&a.bundle_dir, created).map_err(bundle_load_err)?;
             inputs.platform = platform(&a.platform)?;
             let sp = spinner(g, "building bundle image");
             let built = tokio::task::spawn_blocking(move || build_bundle_image(&inputs))
@@ -563,6 +577,20 @@ async fn build(cmd: BuildCommand, g: &GlobalArgs) -> Result<(), CmdError> {
     }
 }
 
+/// Pushes one image to `target` (its tag checked as it is pushed), one progress bar long.
+async fn push(
+    image: &Image,
+    target: &str,
+    registry: &RegistryArgs,
+    force: bool,
+    g: &GlobalArgs,
+) -> Result<PushReport, CmdError> {
+    let (publisher, bars) = registry_publisher(registry, force, g)?;
+    let result = publisher.push_one(image, target).await;
+    bars.clear();
+    result.map_err(publish_err)
+}
+
 async fn push_cmd(a: PushArgs, g: &GlobalArgs) -> Result<(), CmdError> {
     let layout = a.layout.clone();
     let tag = a.tag.clone();
@@ -571,7 +599,7 @@ async fn push_cmd(a: PushArgs, g: &GlobalArgs) -> Result<(), CmdError> {
         .unexpected_err()?
         .user_hint("`bundle-tool image inspect LAYOUT` lists nothing? build the image first")?;
     let target = a.to.as_deref().unwrap_or(&a.tag);
-    let report = push_image(&image, target, &a.registry, existing_tag(a.force), g).await?;
+    let report = push(&image, target, &a.registry, a.force, g).await?;
     let text = match a.output {
         OutputFormat::Json => {
             let mut s = serde_json::to_string_pretty(&report).unexpected_err()?;
@@ -633,8 +661,7 @@ async fn inspect_cmd(a: InspectArgs, g: &GlobalArgs) -> Result<(), CmdError> {
             let reference = parse_reference(&r).user_hint(
                 "give a registry reference (registry/repo:tag) or an OCI layout directory (DIR[:NAME])",
             )?;
-            let (remote, bar) = remote_options(&a.registry, g)?;
-            bar.finish_and_clear();
+            let (remote, _) = remote_options(&a.registry, g)?;
             let sp = spinner(g, &format!("inspecting {}", reference.whole()));
             let r = inspect_remote(&reference, &remote).await;
             sp.finish_and_clear();

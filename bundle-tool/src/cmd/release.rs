@@ -1,25 +1,24 @@
 //! `bundle-tool release`: one step from an operator's manifests to a released version, all or
 //! nothing.
 //!
-//! The pipeline (plan, generate, validate, images, commit) is olmkit-release's (where the
-//! operator binary goes, and the refusal of a placeholder manager image without
-//! `--operator-repo`, are in its `images` and `plan` steps); this module
-//! maps the flags to its [`ReleaseConfig`], loads the manifests, prints one line per stage and
-//! the images' spinners on stderr, writes the images to the OCI layout and pushes them
-//! (every tag checked before the first push), and reports what was released on stdout as text
-//! or JSON. Any failure before the commit leaves `bundle/` and `catalog/` as they were.
+//! The pipeline is olmkit-release's, a chain of typed stages (open, plan, generate, validate,
+//! build, publish, commit; where the operator binary goes, and the refusal of a placeholder
+//! manager image without `--operator-repo`, are in its `images` and `plan` stages); this
+//! module maps the flags to its [`ReleaseConfig`] and the registry flags to a publisher, loads
+//! the manifests between the open and plan stages, prints one line per stage, the notes and
+//! the images' spinners on stderr, and reports what was released on stdout as text or JSON.
+//! Any failure before the commit leaves `bundle/` and `catalog/` as they were.
 
 use crate::cmd::common::fbc::change_json;
 use crate::cmd::common::inputs::{InputArgs, load_inputs};
-use crate::cmd::common::registry::{
-    RegistryArgs, build_err, check_tag_free, existing_tag, human_size, layout_err, push_image,
-};
+use crate::cmd::common::registry::{self, RegistryArgs, build_err, human_size, registry_publisher};
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, OutputFormat, print_data, spinner};
-use olmkit_catalog::release::Outcome;
-use olmkit_release::images::write_layout;
+use olmkit_image::publish::Publisher;
+use olmkit_release::catalog_plan::Outcome;
 use olmkit_release::{
-    Event, ImagesError, Prepared, Progress, ReleaseConfig, ReleaseError, ValidateError,
+    Built, Event, ImagesError, Progress, Release, ReleaseConfig, ReleaseError, ReleasePublishError,
+    ValidateError,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -126,61 +125,49 @@ fn config(args: &Args) -> ReleaseConfig {
     }
 }
 
-/// Runs the command.
+/// Runs the command: the pipeline's stages, one after the other.
 pub async fn run(args: Args, g: &GlobalArgs) -> Result<(), CmdError> {
-    let config = config(&args);
-    tokio::task::block_in_place(|| recover_interrupted(&args))?;
     let mut progress = progress_printer(g);
-    let mut p = tokio::task::block_in_place(|| prepare(&args, &config, g, &mut progress))?;
+    let built = tokio::task::block_in_place(|| build(&args, g, &mut progress))?;
     if args.plan {
-        return report(&args, &p, true);
+        return report(&args, built.release(), true);
     }
-    if !p.images.is_empty() {
-        tokio::task::block_in_place(|| write_layout(&args.layout, &p.images))
-            .map_err(layout_err)?;
+    let registry = if args.push {
+        Some(registry_publisher(&args.registry, args.force, g)?)
+    } else {
+        None
+    };
+    let published = built
+        .publish(registry.as_ref().map(|(r, _)| r as &dyn Publisher))
+        .await;
+    if let Some((_, bars)) = &registry {
+        bars.clear();
     }
-    if args.push {
-        push(&args, &mut p, g).await?;
-    }
-    tokio::task::block_in_place(|| p.commit(&config, &mut progress))
-        .map_err(|e| release_err(e.into()))?;
-    report(&args, &p, false)
+    let published = published.map_err(publish_err)?;
+    let committed =
+        tokio::task::block_in_place(|| published.commit(&mut progress)).map_err(release_err)?;
+    report(&args, committed.release(), false)
 }
 
-/// Opens the catalog, loads the manifests and runs the pipeline up to the images.
-fn prepare(
-    args: &Args,
-    config: &ReleaseConfig,
-    g: &GlobalArgs,
-    progress: &mut Progress<'_>,
-) -> Result<Prepared, CmdError> {
-    let opened = olmkit_release::plan::open(config).map_err(|e| release_err(e.into()))?;
+/// Opens the release, loads the manifests and runs the pipeline up to the images.
+fn build(args: &Args, g: &GlobalArgs, progress: &mut Progress<'_>) -> Result<Built, CmdError> {
+    let opened = olmkit_release::open(config(args), progress).map_err(release_err)?;
     require_manifests_here(&args.inputs)?;
     let inputs = load_inputs(&args.inputs, g)?;
-    olmkit_release::prepare(config, opened, inputs, progress).map_err(release_err)
+    let planned = opened.plan(inputs).map_err(release_err)?;
+    let generated = planned.generate(progress).map_err(release_err)?;
+    let validated = generated.validate(progress).map_err(release_err)?;
+    validated.build(progress).map_err(release_err)
 }
 
-/// Pushes every image, after checking (unless --force) that no tag names other content, so a
-/// refusal moves no tag at all.
-async fn push(args: &Args, p: &mut Prepared, g: &GlobalArgs) -> Result<(), CmdError> {
-    if !args.force {
-        for i in &p.images {
-            check_tag_free(&i.image, &i.reference, &args.registry, g)
-                .await
-                .map_err(|e| {
-                    e.hint("nothing was pushed and nothing under bundle/ or catalog/ was changed")
-                })?;
-        }
+/// A failed publication: the publisher's error, and what it means for the release.
+fn publish_err(e: ReleasePublishError) -> CmdError {
+    let hint = e.hint();
+    let err = registry::publish_err(e.error);
+    match hint {
+        Some(h) => err.hint(h),
+        None => err,
     }
-    for i in &mut p.images {
-        push_image(&i.image, &i.reference, &args.registry, existing_tag(args.force), g)
-            .await
-            .map_err(|e| {
-                e.hint("nothing under bundle/ or catalog/ was changed; re-run the release once the registry works")
-            })?;
-        i.pushed = true;
-    }
-    Ok(())
 }
 
 /// Prints the pipeline's events on stderr: one line per stage, a spinner per image build,
@@ -197,6 +184,7 @@ fn progress_printer(g: &GlobalArgs) -> impl FnMut(Event<'_>) + '_ {
                 bar.finish_and_clear();
             }
         }
+        Event::Note(message) => eprintln!("note: {message}"),
         Event::Warning { message, hints } => {
             eprintln!("warning: {message}");
             for h in hints {
@@ -208,8 +196,8 @@ fn progress_printer(g: &GlobalArgs) -> impl FnMut(Event<'_>) + '_ {
 
 /// The pipeline's error as an exit code: a failed validation prints its report; the rest keep
 /// their hints, as user errors (exit 1) or unexpected ones (exit 2).
-fn release_err(e: ReleaseError) -> CmdError {
-    match e {
+fn release_err(e: impl Into<ReleaseError>) -> CmdError {
+    match e.into() {
         ReleaseError::Validate(v @ ValidateError::Invalid { .. }) => {
             if let ValidateError::Invalid { report, .. } = &v {
                 eprint!("{}", report.render_text());
@@ -252,28 +240,9 @@ fn require_manifests_here(inputs: &InputArgs) -> Result<(), CmdError> {
     .hint("run it from the project root (the directory holding config/), or pass --kustomize DIR, or --manifests DIR|FILE|- (- for stdin)"))
 }
 
-/// Finishes a release that was killed while committing, before anything is read.
-fn recover_interrupted(args: &Args) -> Result<(), CmdError> {
-    let rec = olmkit_release::recover::recover_interrupted(&args.bundle_root, &args.catalog_dir)
-        .map_err(|e| release_err(e.into()))?;
-    if rec.journal_found {
-        eprintln!(
-            "note: completed an interrupted release in {} ({} pending change(s) applied from {})",
-            rec.root.display(),
-            rec.rolled_forward,
-            olmkit_core::fsio::JOURNAL_FILE
-        );
-    }
-    if rec.stale_stages_removed > 0 {
-        eprintln!(
-            "note: removed {} staging directories left by interrupted runs",
-            rec.stale_stages_removed
-        );
-    }
-    Ok(())
-}
-
-fn report(args: &Args, p: &Prepared, plan_only: bool) -> Result<(), CmdError> {
+/// Reports what was (or, with `--plan`, would be) released: notes and findings on stderr,
+/// the release on stdout as text or JSON.
+fn report(args: &Args, p: &Release, plan_only: bool) -> Result<(), CmdError> {
     if !p.report.findings.is_empty() {
         eprint!("{}", p.report.render_text());
     }

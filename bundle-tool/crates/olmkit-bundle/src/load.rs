@@ -143,66 +143,8 @@ fn rel(root: &Path, p: &Path) -> String {
         .replace('\\', "/")
 }
 
-/// Parses the `LABEL` instructions of a Dockerfile (`LABEL k=v [k2=v2 ...]`, quoted or not,
-/// with line continuations).
-pub fn parse_dockerfile_labels(text: &str) -> BTreeMap<String, String> {
-    let mut labels = BTreeMap::new();
-    let joined = text.replace("\\\r\n", " ").replace("\\\n", " ");
-    for line in joined.lines() {
-        let line = line.trim();
-        let Some(rest) = line
-            .strip_prefix("LABEL ")
-            .or_else(|| line.strip_prefix("label "))
-        else {
-            continue;
-        };
-        let mut chars = rest.chars().peekable();
-        loop {
-            while chars.peek().is_some_and(|c| c.is_whitespace()) {
-                chars.next();
-            }
-            let mut key = String::new();
-            while let Some(&c) = chars.peek() {
-                if c == '=' || c.is_whitespace() {
-                    break;
-                }
-                key.push(c);
-                chars.next();
-            }
-            if key.is_empty() || chars.next() != Some('=') {
-                break;
-            }
-            let mut val = String::new();
-            match chars.peek() {
-                Some('"') => {
-                    chars.next();
-                    while let Some(c) = chars.next() {
-                        match c {
-                            '\\' => {
-                                if let Some(n) = chars.next() {
-                                    val.push(n)
-                                }
-                            }
-                            '"' => break,
-                            c => val.push(c),
-                        }
-                    }
-                }
-                _ => {
-                    while let Some(&c) = chars.peek() {
-                        if c.is_whitespace() {
-                            break;
-                        }
-                        val.push(c);
-                        chars.next();
-                    }
-                }
-            }
-            labels.insert(key.trim_matches('"').to_string(), val);
-        }
-    }
-    labels
-}
+/// Parses the `LABEL` instructions of a Dockerfile (the grammar's home is olmkit-core).
+pub use olmkit_core::dockerfile::parse_labels as parse_dockerfile_labels;
 
 /// Loads the bundle in `dir`. What had to be read leniently (duplicate keys...) is kept in
 /// [`Bundle::load_warnings`] and also reported with [`olmkit_core::docs::warn`], so that every
@@ -574,20 +516,6 @@ mod tests {
         assert_eq!(
             docs.iter().map(|d| d.kind()).collect::<Vec<_>>(),
             ["A", "B"]
-        );
-    }
-
-    #[test]
-    fn dockerfile_labels() {
-        let l = parse_dockerfile_labels(
-            "FROM scratch\nLABEL a=b \"c.d\"=\"e f\" \\\n  g=h\nLABEL operators.operatorframework.io.bundle.channels.v1=alpha,stable\n",
-        );
-        assert_eq!(l["a"], "b");
-        assert_eq!(l["c.d"], "e f");
-        assert_eq!(l["g"], "h");
-        assert_eq!(
-            l["operators.operatorframework.io.bundle.channels.v1"],
-            "alpha,stable"
         );
     }
 

@@ -7,10 +7,10 @@
 //! catalog's `olm.bundle` blobs from bundle directories and reports every difference: the
 //! catalog must be reproducible from `bundle/` plus the channel membership it records.
 
+use crate::change::{Change, apply};
 use crate::declcfg::load::{Origins, load_dir_with_files, load_file_in};
 use crate::declcfg::write::write_config;
 use crate::declcfg::{Blob, DeclarativeConfig, LoadCatalogError, LoadOptions, WriteFormat};
-use crate::release::{Change, apply};
 use olmkit_core::docs::RenderDocumentError;
 use olmkit_core::fsio::{Changeset, WriteOutputError};
 use std::collections::{BTreeMap, BTreeSet};

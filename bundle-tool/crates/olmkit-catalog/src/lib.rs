@@ -13,12 +13,14 @@
 //! - [`declcfg::opm`]: what `opm render` does to a catalog between reading and printing it.
 //! - [`graph`]: per-channel upgrade graphs; [`graph_draw`]: text, Mermaid, DOT, SVG;
 //!   [`explain`]: OLM v0/v1 upgrade replay and channel-switch gaps.
-//! - [`release`]: release and promote planning (pure); [`catalog_dir`]: our `catalog/<package>/`
-//!   files, atomic updates and the re-render check.
+//! - [`change`]: a release's or a promotion's changes as data, and the graph edit applying
+//!   them (olmkit-release plans them); [`catalog_dir`]: our `catalog/<package>/` files, atomic
+//!   updates and the re-render check.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod catalog_dir;
+pub mod change;
 pub mod declcfg;
 pub mod explain;
 pub mod gosort;
@@ -28,7 +30,6 @@ pub mod init;
 pub mod model;
 pub mod olmv1;
 pub mod property;
-pub mod release;
 pub mod render;
 pub mod render_opm;
 pub mod template;

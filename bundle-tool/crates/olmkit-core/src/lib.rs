@@ -8,8 +8,9 @@
 //!
 //! It is also the one home of the small grammars several crates (and the operator) need, each
 //! mirroring its upstream definition: OLM skipRanges ([`version_range`], blang/semver), Go
-//! durations ([`duration`]), Kubernetes names ([`k8s_name`], apimachinery) and image references
-//! ([`image_ref`], distribution/reference). And of how Go writes what upstream writes: JSON
+//! durations ([`duration`]), Dockerfile `LABEL`s ([`dockerfile`], moby's parser), Kubernetes
+//! names ([`k8s_name`], apimachinery) and image references ([`image_ref`],
+//! distribution/reference). And of how Go writes what upstream writes: JSON
 //! ([`gojson`], encoding/json's escaping and map key order) and YAML ([`goyaml`], go-yaml's
 //! emitter). And of the one lenient typed view of a ClusterServiceVersion ([`csv`]), read in
 //! place over the raw JSON.
@@ -18,6 +19,7 @@
 
 pub mod confine;
 pub mod csv;
+pub mod dockerfile;
 pub mod docs;
 pub mod duration;
 pub mod epoch;

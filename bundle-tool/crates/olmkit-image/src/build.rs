@@ -237,6 +237,80 @@ pub fn canonical_json<T: Serialize>(
     serde_json::to_vec(&v).map_err(assemble)
 }
 
+/// The image config's `config` section (user, entrypoint, command, environment, labels...);
+/// empty fields are left out.
+fn runtime_config(c: &RuntimeConfig) -> Result<oci_spec::image::Config, BuildImageError> {
+    let mut cfg = ConfigBuilder::default();
+    if let Some(u) = &c.user {
+        cfg = cfg.user(u.clone());
+    }
+    if !c.entrypoint.is_empty() {
+        cfg = cfg.entrypoint(c.entrypoint.clone());
+    }
+    if !c.cmd.is_empty() {
+        cfg = cfg.cmd(c.cmd.clone());
+    }
+    if !c.env.is_empty() {
+        cfg = cfg.env(c.env.clone());
+    }
+    if let Some(w) = &c.working_dir {
+        cfg = cfg.working_dir(w.clone());
+    }
+    if !c.exposed_ports.is_empty() {
+        cfg = cfg.exposed_ports(c.exposed_ports.clone());
+    }
+    if !c.labels.is_empty() {
+        cfg = cfg.labels(
+            c.labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<std::collections::HashMap<_, _>>(),
+        );
+    }
+    if let Some(s) = &c.stop_signal {
+        cfg = cfg.stop_signal(s.clone());
+    }
+    cfg.build().map_err(assemble("config"))
+}
+
+/// The image manifest: the config's and the layers' descriptors, and the annotations.
+fn manifest(
+    spec: &ImageSpec,
+    config: &Blob,
+    layers: &[Layer],
+) -> Result<ImageManifest, BuildImageError> {
+    let descriptor = |media: &str, digest: &Digest, size: u64| {
+        DescriptorBuilder::default()
+            .media_type(MediaType::from(media))
+            .digest(digest.to_oci())
+            .size(size)
+            .build()
+            .map_err(assemble("manifest"))
+    };
+    let layer_descriptors = layers
+        .iter()
+        .map(|l| descriptor(&l.blob.media_type, &l.blob.digest, l.blob.size()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut manifest = ImageManifestBuilder::default()
+        .schema_version(2u32)
+        .media_type(MediaType::ImageManifest)
+        .config(descriptor(
+            MEDIA_TYPE_CONFIG,
+            &config.digest,
+            config.size(),
+        )?)
+        .layers(layer_descriptors);
+    if !spec.annotations.is_empty() {
+        manifest = manifest.annotations(
+            spec.annotations
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<std::collections::HashMap<_, _>>(),
+        );
+    }
+    manifest.build().map_err(assemble("manifest"))
+}
+
 fn assemble(what: &'static str) -> impl Fn(oci_spec::OciSpecError) -> BuildImageError {
     move |e| BuildImageError::Assemble {
         what,
@@ -288,39 +362,7 @@ pub fn build_image(spec: &ImageSpec) -> Result<Image, BuildImageError> {
 /// Assembles config and manifest around already built layers (one per `spec.layers` entry).
 pub fn assemble_image(spec: &ImageSpec, layers: Vec<Layer>) -> Result<Image, BuildImageError> {
     let created = olmkit_core::epoch::rfc3339(spec.created);
-    let c = &spec.config;
-    let mut cfg = ConfigBuilder::default();
-    if let Some(u) = &c.user {
-        cfg = cfg.user(u.clone());
-    }
-    if !c.entrypoint.is_empty() {
-        cfg = cfg.entrypoint(c.entrypoint.clone());
-    }
-    if !c.cmd.is_empty() {
-        cfg = cfg.cmd(c.cmd.clone());
-    }
-    if !c.env.is_empty() {
-        cfg = cfg.env(c.env.clone());
-    }
-    if let Some(w) = &c.working_dir {
-        cfg = cfg.working_dir(w.clone());
-    }
-    if !c.exposed_ports.is_empty() {
-        cfg = cfg.exposed_ports(c.exposed_ports.clone());
-    }
-    if !c.labels.is_empty() {
-        cfg = cfg.labels(
-            c.labels
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect::<std::collections::HashMap<_, _>>(),
-        );
-    }
-    if let Some(s) = &c.stop_signal {
-        cfg = cfg.stop_signal(s.clone());
-    }
-    let runtime = cfg.build().map_err(assemble("config"))?;
-
+    let runtime = runtime_config(&spec.config)?;
     let history = spec
         .layers
         .iter()
@@ -358,36 +400,7 @@ pub fn assemble_image(spec: &ImageSpec, layers: Vec<Layer>) -> Result<Image, Bui
     let image_config = image_config.build().map_err(assemble("config"))?;
     let config = Blob::new(MEDIA_TYPE_CONFIG, canonical_json("config", &image_config)?);
 
-    let descriptor = |media: &str, digest: &Digest, size: u64| {
-        DescriptorBuilder::default()
-            .media_type(MediaType::from(media))
-            .digest(digest.to_oci())
-            .size(size)
-            .build()
-            .map_err(assemble("manifest"))
-    };
-    let layer_descriptors = layers
-        .iter()
-        .map(|l| descriptor(&l.blob.media_type, &l.blob.digest, l.blob.size()))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut manifest = ImageManifestBuilder::default()
-        .schema_version(2u32)
-        .media_type(MediaType::ImageManifest)
-        .config(descriptor(
-            MEDIA_TYPE_CONFIG,
-            &config.digest,
-            config.size(),
-        )?)
-        .layers(layer_descriptors);
-    if !spec.annotations.is_empty() {
-        manifest = manifest.annotations(
-            spec.annotations
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect::<std::collections::HashMap<_, _>>(),
-        );
-    }
-    let manifest = manifest.build().map_err(assemble("manifest"))?;
+    let manifest = manifest(spec, &config, &layers)?;
     let manifest = Blob::new(MEDIA_TYPE_MANIFEST, canonical_json("manifest", &manifest)?);
     Ok(Image {
         manifest,

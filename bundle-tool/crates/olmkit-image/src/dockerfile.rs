@@ -16,6 +16,7 @@ use crate::paths::{
     CATALOG_PORT, CATALOG_SERVER_PATH, CONFIGS_DIR, CONFIGS_LABEL, HEALTH_PROBE_PATH, INDEX_PATH,
 };
 use crate::tree::Owner;
+use olmkit_core::dockerfile::{label_value, parse_labels};
 use std::collections::BTreeMap;
 
 /// The documented base equivalent to our base layer.
@@ -92,22 +93,6 @@ pub struct CatalogDockerfile {
 
 fn json_array(items: &[String]) -> String {
     serde_json::to_string(items).unwrap_or_else(|_| "[]".into())
-}
-
-fn label_value(v: &str) -> String {
-    let plain = !v.is_empty()
-        && v.chars()
-            .all(|c| !c.is_whitespace() && !matches!(c, '"' | '\\' | '$' | '\''));
-    if plain {
-        v.to_string()
-    } else {
-        format!(
-            "\"{}\"",
-            v.replace('\\', "\\\\")
-                .replace('"', "\\\"")
-                .replace('$', "\\$")
-        )
-    }
 }
 
 /// Renders `catalog.Dockerfile`.
@@ -281,7 +266,7 @@ pub fn bundle_dockerfile_drift(
 ) -> Vec<String> {
     let mut drift = Vec::new();
     let instructions = parse_instructions(dockerfile);
-    let labels = olmkit_bundle::load::parse_dockerfile_labels(dockerfile);
+    let labels = parse_labels(dockerfile);
     for (k, v) in annotations {
         match labels.get(k) {
             None => drift.push(format!(

@@ -51,9 +51,6 @@ pub enum BuildImageError {
         /// What is wrong with it.
         reason: String,
     },
-    /// The bundle directory could not be loaded.
-    #[error(transparent)]
-    Bundle(#[from] olmkit_bundle::LoadBundleError),
     /// An input is semantically unusable (labels, bundle annotations, option values).
     #[error("{what}: {reason}")]
     Invalid {

@@ -15,8 +15,8 @@
 //!
 //! 1. to an explicit path ([`OperatorImageInputs::binary_path`], `--path /manager`: absolute,
 //!    normalized, no `.` or `..`), or `/usr/local/bin/<binary_name>` (`--name`);
-//! 2. where the CSV's manager container command points ([`ManagerCommand`]: the container
-//!    olmkit-bundle's `manager_container` rule picks): an absolute `command[0]` is the path
+//! 2. where the CSV's manager container command points ([`ManagerCommand`], which the caller
+//!    fills from the container olmkit-bundle's `manager_container` rule picks): an absolute `command[0]` is the path
 //!    itself; a bare name (`manager`) is looked up through the image's `PATH`, so the binary
 //!    goes to `/usr/local/bin/<name>`; a relative path with a `/` is taken from the container's
 //!    `workingDir` (default `/`). A shell (`/bin/sh -c ...`) is refused: the image has none;
@@ -360,7 +360,9 @@ fn check_against_base(base: &FileTree, exe: &str) -> Result<(), BuildImageError>
 }
 
 /// The command the CSV's manager container runs (its `command[0]`), which the operator image
-/// must hold as an executable file (see the module docs).
+/// must hold as an executable file (see the module docs). The caller finds the manager
+/// container (olmkit-release's `manager` module applies olmkit-bundle's rule) and passes it
+/// as plain data.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ManagerCommand {
     /// `command[0]` as written.
@@ -383,40 +385,6 @@ pub enum Program {
 }
 
 impl ManagerCommand {
-    /// The manager container's command in a ClusterServiceVersion `csv` (read from `file`), by
-    /// olmkit-bundle's manager-container rule; `None` when it has no command (the pod runs the
-    /// image's entrypoint) or no Deployment.
-    pub fn of_csv(csv: &serde_json::Value, file: impl Into<String>) -> Option<Self> {
-        let deployments = csv
-            .pointer("/spec/install/spec/deployments")
-            .and_then(serde_json::Value::as_array)?;
-        let c = olmkit_bundle::generate::manager_container(deployments.iter())?;
-        Self::of_container(
-            &c,
-            &format!(
-                "spec.install.spec.deployments[{}].spec.template.spec.containers[{}]",
-                c.deployment, c.index
-            ),
-            file,
-        )
-    }
-
-    /// The command of a manager container found at `prefix` (a field path) in `file`; `None`
-    /// when it has none.
-    pub fn of_container(
-        c: &olmkit_bundle::generate::ManagerContainer<'_>,
-        prefix: &str,
-        file: impl Into<String>,
-    ) -> Option<Self> {
-        let program = c.command()?.first()?.to_string();
-        Some(Self {
-            program,
-            working_dir: c.working_dir().map(str::to_string),
-            field: format!("{prefix}.command[0]"),
-            file: file.into(),
-        })
-    }
-
     /// `<file>: field <field>`.
     pub fn what(&self) -> String {
         format!("{}: field {}", self.file, self.field)
@@ -1142,11 +1110,20 @@ pub fn build_catalog_image(inputs: &CatalogImageInputs) -> Result<Image, BuildIm
     build_image(&spec)
 }
 
-/// Inputs of the bundle image.
+/// Inputs of the bundle image: the bundle directory, whose folders the image packs, and what
+/// the caller's bundle loader read from it (the annotations, which become the labels, and
+/// `bundle.Dockerfile`, compared with the image).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BundleImageInputs {
     /// The registry+v1 bundle directory (`manifests/`, `metadata/`, optional `tests/scorecard/`).
     pub bundle_dir: PathBuf,
+    /// The annotations file, relative to the bundle directory (`metadata/annotations.yaml`);
+    /// `None` when the bundle has none, which is refused.
+    pub annotations_file: Option<String>,
+    /// Its annotations: the image's labels.
+    pub annotations: BTreeMap<String, String>,
+    /// The bundle's `bundle.Dockerfile`, if it has one.
+    pub dockerfile: Option<String>,
     /// Platform recorded in the config (bundle content runs nowhere; OLM ignores it).
     pub platform: Platform,
     /// Build time.
@@ -1154,10 +1131,13 @@ pub struct BundleImageInputs {
 }
 
 impl BundleImageInputs {
-    /// Defaults for `bundle_dir`: linux/amd64.
+    /// Defaults for `bundle_dir`: linux/amd64, no annotations (the caller sets them).
     pub fn new(bundle_dir: impl Into<PathBuf>, created: jiff::Timestamp) -> Self {
         Self {
             bundle_dir: bundle_dir.into(),
+            annotations_file: None,
+            annotations: BTreeMap::new(),
+            dockerfile: None,
             platform: Platform::linux_amd64(),
             created,
         }
@@ -1176,47 +1156,10 @@ pub struct BuiltBundleImage {
 
 /// Builds the bundle image: one layer with the bundle's folders, labels = annotations.
 pub fn build_bundle_image(inputs: &BundleImageInputs) -> Result<BuiltBundleImage, BuildImageError> {
-    use olmkit_bundle::model::keys;
+    check_bundle_annotations(inputs)?;
     let dir = &inputs.bundle_dir;
-    let bundle = olmkit_bundle::load_bundle_dir(dir)?;
-    let file = bundle
-        .annotations_file
-        .clone()
-        .unwrap_or_else(|| "metadata/annotations.yaml".into());
-    if bundle.annotations_file.is_none() {
-        return Err(BuildImageError::Invalid {
-            what: dir.join(&file).display().to_string(),
-            reason: "missing; a bundle image's labels are its annotations (run `bundle-tool generate bundle`)".into(),
-        });
-    }
-    if bundle.annotations.is_empty() {
-        return Err(BuildImageError::Invalid {
-            what: format!("{}: field annotations", dir.join(&file).display()),
-            reason:
-                "is empty; OLM needs at least the mediatype, manifests, metadata and package keys"
-                    .into(),
-        });
-    }
-    for (key, expected) in [
-        (keys::MANIFESTS, "manifests/"),
-        (keys::METADATA, "metadata/"),
-    ] {
-        if let Some(v) = bundle.annotations.get(key)
-            && v.trim_end_matches('/') != expected.trim_end_matches('/')
-        {
-            return Err(BuildImageError::Invalid {
-                what: format!("{}: field annotations.{key}", dir.join(&file).display()),
-                reason: format!(
-                    "is {v:?}, but the image stores the folder at /{expected}; use {expected:?}"
-                ),
-            });
-        }
-    }
-    for k in bundle.annotations.keys() {
-        check_label_key(k)?;
-    }
-    // The folders' files are read through the bundle directory as the root, as the loader
-    // above read them: a link out of the bundle, a FIFO, a hard link or a file over a bundle
+    // The folders' files are read through the bundle directory as the root, as the caller's
+    // loader read them: a link out of the bundle, a FIFO, a hard link or a file over a bundle
     // file's limit is refused, naming it.
     let root = olmkit_core::confine::InputRoot::new(dir)
         .map_err(olmkit_core::confine::ReadConfinedError::from)?;
@@ -1232,9 +1175,8 @@ pub fn build_bundle_image(inputs: &BundleImageInputs) -> Result<BuiltBundleImage
             });
         }
     }
-    // Read by the loader above, through the root.
-    let dockerfile_drift = match &bundle.dockerfile {
-        Some(text) => crate::dockerfile::bundle_dockerfile_drift(text, &bundle.annotations),
+    let dockerfile_drift = match &inputs.dockerfile {
+        Some(text) => crate::dockerfile::bundle_dockerfile_drift(text, &inputs.annotations),
         None => Vec::new(),
     };
     let spec = ImageSpec {
@@ -1243,7 +1185,7 @@ pub fn build_bundle_image(inputs: &BundleImageInputs) -> Result<BuiltBundleImage
             created_by: "bundle-tool: bundle manifests/ metadata/ tests/scorecard/".into(),
         }],
         config: RuntimeConfig {
-            labels: bundle.annotations.clone(),
+            labels: inputs.annotations.clone(),
             ..Default::default()
         },
         annotations: BTreeMap::new(),
@@ -1255,6 +1197,55 @@ pub fn build_bundle_image(inputs: &BundleImageInputs) -> Result<BuiltBundleImage
         image: build_image(&spec)?,
         dockerfile_drift,
     })
+}
+
+/// The bundle annotations' keys (operator-framework/api `bundle.ManifestsLabel`, `MetadataLabel`)
+/// that name the folders the image stores at `/manifests/` and `/metadata/`.
+const FOLDER_KEYS: [(&str, &str); 2] = [
+    (
+        "operators.operatorframework.io.bundle.manifests.v1",
+        "manifests/",
+    ),
+    (
+        "operators.operatorframework.io.bundle.metadata.v1",
+        "metadata/",
+    ),
+];
+
+/// Refuses annotations the image cannot carry: none at all, folder keys naming other folders
+/// than where the image stores them, keys that are no label keys.
+fn check_bundle_annotations(inputs: &BundleImageInputs) -> Result<(), BuildImageError> {
+    let dir = &inputs.bundle_dir;
+    let Some(file) = &inputs.annotations_file else {
+        return Err(BuildImageError::Invalid {
+            what: dir.join("metadata/annotations.yaml").display().to_string(),
+            reason: "missing; a bundle image's labels are its annotations (run `bundle-tool generate bundle`)".into(),
+        });
+    };
+    if inputs.annotations.is_empty() {
+        return Err(BuildImageError::Invalid {
+            what: format!("{}: field annotations", dir.join(file).display()),
+            reason:
+                "is empty; OLM needs at least the mediatype, manifests, metadata and package keys"
+                    .into(),
+        });
+    }
+    for (key, expected) in FOLDER_KEYS {
+        if let Some(v) = inputs.annotations.get(key)
+            && v.trim_end_matches('/') != expected.trim_end_matches('/')
+        {
+            return Err(BuildImageError::Invalid {
+                what: format!("{}: field annotations.{key}", dir.join(file).display()),
+                reason: format!(
+                    "is {v:?}, but the image stores the folder at /{expected}; use {expected:?}"
+                ),
+            });
+        }
+    }
+    for k in inputs.annotations.keys() {
+        check_label_key(k)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1355,16 +1346,16 @@ mod tests {
         );
     }
 
-    fn csv_with(containers: serde_json::Value, annotation: Option<&str>) -> serde_json::Value {
-        let mut template = serde_json::json!({"spec": {"containers": containers}});
-        if let Some(a) = annotation {
-            template["metadata"] = serde_json::json!({"annotations": {
-                "kubectl.kubernetes.io/default-container": a
-            }});
+    /// The command of container `index` of a CSV's first deployment, written in `file`.
+    fn manager_cmd(program: &str, index: usize, file: &str) -> ManagerCommand {
+        ManagerCommand {
+            program: program.into(),
+            working_dir: None,
+            field: format!(
+                "spec.install.spec.deployments[0].spec.template.spec.containers[{index}].command[0]"
+            ),
+            file: file.into(),
         }
-        serde_json::json!({"kind": "ClusterServiceVersion", "spec": {"install": {"spec": {
-            "deployments": [{"name": "controller-manager", "spec": {"template": template}}]
-        }}}})
     }
 
     fn entrypoint(img: &Image) -> String {
@@ -1376,19 +1367,7 @@ mod tests {
     fn the_binary_goes_where_the_csv_command_points_else_usr_local_bin() {
         let d = tempfile::tempdir().unwrap();
         let exe = fake_binary(d.path(), "manager-bin", None);
-        let csv = csv_with(
-            serde_json::json!([
-                {"name": "proxy", "image": "p:1", "command": ["/proxy"]},
-                {"name": "manager", "image": "m:1", "command": ["/manager"], "args": ["--leader-elect"]}
-            ]),
-            None,
-        );
-        let cmd = ManagerCommand::of_csv(&csv, "bundle/x.csv.yaml").unwrap();
-        assert_eq!(cmd.program, "/manager");
-        assert_eq!(
-            cmd.field,
-            "spec.install.spec.deployments[0].spec.template.spec.containers[1].command[0]"
-        );
+        let cmd = manager_cmd("/manager", 1, "bundle/x.csv.yaml");
         let mut inputs = OperatorImageInputs::new(&exe, t0());
         inputs.manager_command = Some(cmd.clone());
         let img = build_operator_image(&inputs).unwrap();
@@ -1410,11 +1389,6 @@ mod tests {
         assert_eq!(rel.placement().unwrap(), "/opt/bin/manager");
 
         // No command: /usr/local/bin/<file name>, as before.
-        let plain = csv_with(
-            serde_json::json!([{"name": "manager", "image": "m:1"}]),
-            None,
-        );
-        assert_eq!(ManagerCommand::of_csv(&plain, "x"), None);
         inputs.manager_command = None;
         let img = build_operator_image(&inputs).unwrap();
         assert_eq!(entrypoint(&img), "/usr/local/bin/manager-bin");
@@ -1425,11 +1399,7 @@ mod tests {
     fn an_explicit_path_wins_and_a_csv_command_it_misses_is_an_error_naming_both() {
         let d = tempfile::tempdir().unwrap();
         let exe = fake_binary(d.path(), "manager", None);
-        let csv = csv_with(
-            serde_json::json!([{"name": "manager", "image": "m:1", "command": ["/bin/manager"]}]),
-            None,
-        );
-        let cmd = ManagerCommand::of_csv(&csv, "b/m.clusterserviceversion.yaml").unwrap();
+        let cmd = manager_cmd("/bin/manager", 0, "b/m.clusterserviceversion.yaml");
         let mut inputs = OperatorImageInputs::new(&exe, t0());
         inputs.binary_path = Some("/manager".into());
         inputs.manager_command = Some(cmd.clone());
@@ -1491,11 +1461,7 @@ mod tests {
 
     #[test]
     fn shells_and_dotdot_in_the_csv_command_are_refused() {
-        let csv = csv_with(
-            serde_json::json!([{"name": "manager", "command": ["/bin/sh", "-c", "/manager"]}]),
-            None,
-        );
-        let cmd = ManagerCommand::of_csv(&csv, "c.yaml").unwrap();
+        let cmd = manager_cmd("/bin/sh", 0, "c.yaml");
         let e = cmd.placement().unwrap_err().to_string();
         assert!(
             e.contains("c.yaml: field spec.install") && e.contains("a shell"),
@@ -1579,18 +1545,64 @@ mod tests {
             .join("../../../tests/fixtures/real-bundles/authorino-operator/0.13.0")
     }
 
+    /// The inputs of the real bundle, with the annotations its `metadata/annotations.yaml` has.
+    fn real_bundle_inputs() -> BundleImageInputs {
+        let mut inputs = BundleImageInputs::new(real_bundle(), t0());
+        inputs.annotations_file = Some("metadata/annotations.yaml".into());
+        inputs.annotations = [
+            (
+                "operators.operatorframework.io.bundle.mediatype.v1",
+                "registry+v1",
+            ),
+            (
+                "operators.operatorframework.io.bundle.manifests.v1",
+                "manifests/",
+            ),
+            (
+                "operators.operatorframework.io.bundle.metadata.v1",
+                "metadata/",
+            ),
+            (
+                "operators.operatorframework.io.bundle.package.v1",
+                "authorino-operator",
+            ),
+            (
+                "operators.operatorframework.io.bundle.channels.v1",
+                "stable",
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        inputs
+    }
+
     #[test]
     fn bundle_image_from_a_real_bundle() {
-        let built = build_bundle_image(&BundleImageInputs::new(real_bundle(), t0())).unwrap();
+        let inputs = real_bundle_inputs();
+        let built = build_bundle_image(&inputs).unwrap();
         let c: serde_json::Value = serde_json::from_slice(&built.image.config.data).unwrap();
-        let ann = olmkit_bundle::load_bundle_dir(&real_bundle())
-            .unwrap()
-            .annotations;
         let labels: BTreeMap<String, String> =
             serde_json::from_value(c["config"]["Labels"].clone()).unwrap();
-        assert_eq!(labels, ann);
+        assert_eq!(labels, inputs.annotations);
         assert!(c["config"].get("Entrypoint").is_none());
         assert_eq!(built.image.layers.len(), 1);
+        assert!(built.dockerfile_drift.is_empty());
+    }
+
+    #[test]
+    fn a_bundle_dockerfile_that_disagrees_with_the_annotations_is_drift() {
+        let mut inputs = real_bundle_inputs();
+        inputs.dockerfile = Some(
+            "FROM scratch\nLABEL operators.operatorframework.io.bundle.package.v1=other\n".into(),
+        );
+        let drift = build_bundle_image(&inputs).unwrap().dockerfile_drift;
+        assert!(
+            drift
+                .iter()
+                .any(|d| d.contains("package.v1=\"other\" differs")),
+            "{drift:?}"
+        );
     }
 
     #[test]
@@ -1598,20 +1610,25 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("manifests")).unwrap();
         std::fs::write(d.path().join("manifests/a.yaml"), "kind: ConfigMap\n").unwrap();
-        let err = build_bundle_image(&BundleImageInputs::new(d.path(), t0())).unwrap_err();
+        let mut inputs = BundleImageInputs::new(d.path(), t0());
+        let err = build_bundle_image(&inputs).unwrap_err();
         assert!(
             err.to_string().contains("metadata/annotations.yaml"),
             "{err}"
         );
-        std::fs::create_dir_all(d.path().join("metadata")).unwrap();
-        std::fs::write(
-            d.path().join("metadata/annotations.yaml"),
-            "annotations:\n  operators.operatorframework.io.bundle.manifests.v1: other/\n",
-        )
-        .unwrap();
-        let err = build_bundle_image(&BundleImageInputs::new(d.path(), t0())).unwrap_err();
+        inputs.annotations_file = Some("metadata/annotations.yaml".into());
+        let err = build_bundle_image(&inputs).unwrap_err();
+        assert!(err.to_string().contains("is empty"), "{err}");
+        inputs.annotations.insert(
+            "operators.operatorframework.io.bundle.manifests.v1".into(),
+            "other/".into(),
+        );
+        let err = build_bundle_image(&inputs).unwrap_err();
         assert!(err.to_string().contains("bundle.manifests.v1"), "{err}");
         assert!(err.is_user_error());
+        inputs.annotations.clear();
+        inputs.annotations.insert("bad key".into(), "v".into());
+        assert!(build_bundle_image(&inputs).is_err());
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! The crate is split the way the data flows: [`tree`] (the files of a layer) → [`layer`]
 //! (deterministic tar+gzip) → [`build`] (pure "files → image" builder producing exact
 //! manifest/config bytes) → writers: [`layout`] (OCI image layout directory) and [`push`]
-//! (any OCI registry). [`inspect`] reads images back from either place.
+//! (any OCI registry), both behind [`publish::Publisher`]. [`inspect`] reads images back from
+//! either place.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -19,6 +20,7 @@ pub mod layer;
 pub mod layout;
 pub mod paths;
 pub mod pin;
+pub mod publish;
 pub mod pull;
 pub mod push;
 pub mod remote;

@@ -218,56 +218,10 @@ pub async fn push_with(
         });
     }
 
-    let results: Vec<(bool, u64)> = futures::stream::iter(image.blobs())
-        .map(|blob| {
-            let session = &session;
-            async move {
-                let digest = blob.digest.to_string();
-                let exists = session
-                    .call("check blob", reference, || {
-                        session.client.blob_exists(reference, &digest)
-                    })
-                    .await?;
-                if !exists {
-                    session
-                        .call(
-                            &format!("upload blob {}", blob.digest.short()),
-                            reference,
-                            || {
-                                session
-                                    .client
-                                    .push_blob(reference, blob.data.clone(), &digest)
-                            },
-                        )
-                        .await?;
-                }
-                session.emit_blob_done(digest, blob.size(), exists);
-                Ok::<_, RegistryError>((exists, if exists { 0 } else { blob.size() }))
-            }
-        })
-        .buffer_unordered(UPLOAD_CONCURRENCY)
-        .try_collect()
+    let results = upload_blobs(&session, reference, image)
         .await
         .map_err(reg)?;
-
-    let content_type = http_header(MEDIA_TYPE_MANIFEST);
-    session
-        .call("upload manifest", reference, || {
-            session.client.push_manifest_raw(
-                reference,
-                image.manifest.data.clone(),
-                content_type.clone(),
-            )
-        })
-        .await
-        .map_err(reg)?;
-
-    let served = session
-        .call("verify manifest digest", reference, || {
-            session
-                .client
-                .fetch_manifest_digest(reference, &session.auth.auth)
-        })
+    let served = upload_manifest(&session, reference, image)
         .await
         .map_err(reg)?;
     if served != image.digest().to_string() {
@@ -285,6 +239,68 @@ pub async fn push_with(
         blobs_existing,
         bytes_uploaded: results.iter().map(|(_, b)| b).sum::<u64>() + image.manifest.size(),
     })
+}
+
+/// Uploads the image's blobs the registry lacks, a few at a time; for each blob, whether it
+/// was there already and how many bytes went up.
+async fn upload_blobs(
+    session: &Session,
+    reference: &Reference,
+    image: &Image,
+) -> Result<Vec<(bool, u64)>, RegistryError> {
+    futures::stream::iter(image.blobs())
+        .map(|blob| async move {
+            let digest = blob.digest.to_string();
+            let exists = session
+                .call("check blob", reference, || {
+                    session.client.blob_exists(reference, &digest)
+                })
+                .await?;
+            if !exists {
+                session
+                    .call(
+                        &format!("upload blob {}", blob.digest.short()),
+                        reference,
+                        || {
+                            session
+                                .client
+                                .push_blob(reference, blob.data.clone(), &digest)
+                        },
+                    )
+                    .await?;
+            }
+            session.emit_blob_done(digest, blob.size(), exists);
+            Ok::<_, RegistryError>((exists, if exists { 0 } else { blob.size() }))
+        })
+        .buffer_unordered(UPLOAD_CONCURRENCY)
+        .try_collect()
+        .await
+}
+
+/// PUTs the manifest with our exact bytes and the OCI media type, then returns the digest the
+/// registry serves for it.
+async fn upload_manifest(
+    session: &Session,
+    reference: &Reference,
+    image: &Image,
+) -> Result<String, RegistryError> {
+    let content_type = http_header(MEDIA_TYPE_MANIFEST);
+    session
+        .call("upload manifest", reference, || {
+            session.client.push_manifest_raw(
+                reference,
+                image.manifest.data.clone(),
+                content_type.clone(),
+            )
+        })
+        .await?;
+    session
+        .call("verify manifest digest", reference, || {
+            session
+                .client
+                .fetch_manifest_digest(reference, &session.auth.auth)
+        })
+        .await
 }
 
 fn http_header(value: &'static str) -> http::HeaderValue {

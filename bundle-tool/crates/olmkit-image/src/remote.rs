@@ -64,6 +64,13 @@ pub enum RemoteEvent {
         /// The failure.
         error: String,
     },
+    /// A push starts (before its tag is checked and its blobs uploaded).
+    PushStarted {
+        /// The target, normalized (`registry/repository:tag`).
+        reference: String,
+        /// How many blobs the image has (config and layers).
+        blobs: usize,
+    },
     /// A blob upload finished (`existed`: the registry already had it).
     BlobDone {
         /// Its digest.

@@ -75,13 +75,19 @@ fn a_bundle_file_over_the_manifest_limit_is_refused_from_its_size() {
     let tmp = tempfile::tempdir().unwrap();
     let b = tmp.path().join("bundle");
     copy_dir(&repo().join("bundle/memcached-operator/0.4.0"), &b);
-    // Not read by the bundle loader (scorecard tests), but copied into the image: 100 MiB of
+    // Not read by a bundle loader (scorecard tests), but copied into the image: 100 MiB of
     // zeros, over the 64 MiB of a bundle file.
     std::fs::File::create(b.join("tests/scorecard/huge"))
         .unwrap()
         .set_len(100 << 20)
         .unwrap();
-    let e = build_bundle_image(&BundleImageInputs::new(&b, t0()))
+    let mut inputs = BundleImageInputs::new(&b, t0());
+    inputs.annotations_file = Some("metadata/annotations.yaml".into());
+    inputs.annotations.insert(
+        "operators.operatorframework.io.bundle.package.v1".into(),
+        "memcached-operator".into(),
+    );
+    let e = build_bundle_image(&inputs)
         .map(|_| ())
         .unwrap_err()
         .to_string();

@@ -1,10 +1,13 @@
-//! Step 5, commit: the bundle directory and the catalog update in one changeset (olmkit-core's
-//! crash-safe [`Changeset`]: staged and fsynced in full, an intent journal, fsynced renames),
-//! rooted at the deepest directory holding both, so that either both change or neither does.
+//! Stage 7, commit ([`Published::commit`] → [`Committed`]): the bundle directory and the
+//! catalog update in one changeset (olmkit-core's crash-safe [`Changeset`]: staged and fsynced
+//! in full, an intent journal, fsynced renames), rooted at the deepest directory holding both,
+//! so that either both change or neither does. A run killed here is completed by the next
+//! one's open stage ([`crate::open`]).
 
-use crate::{Event, Prepared, Progress, ReleaseConfig, Stage};
+use crate::catalog_plan::Outcome;
+use crate::publish::Published;
+use crate::{Event, Progress, Release, ReleaseConfig, Stage};
 use olmkit_catalog::catalog_dir::{WriteCatalogError, stage_package_update};
-use olmkit_catalog::release::Outcome;
 use olmkit_core::fsio::{Changeset, WriteOutputError};
 use std::path::{Component, Path, PathBuf};
 use thiserror::Error;
@@ -54,15 +57,34 @@ impl CommitError {
     }
 }
 
-impl Prepared {
+/// A released version: the last stage.
+#[derive(Debug)]
+pub struct Committed {
+    release: Release,
+}
+
+impl Committed {
+    /// What was released.
+    pub fn release(&self) -> &Release {
+        &self.release
+    }
+}
+
+impl Published {
     /// Writes the bundle directory (unless it holds these files already) and the catalog
     /// update (when the plan changes it) in one changeset.
-    pub fn commit(
-        &self,
-        config: &ReleaseConfig,
-        progress: &mut Progress<'_>,
-    ) -> Result<(), CommitError> {
+    pub fn commit(self, progress: &mut Progress<'_>) -> Result<Committed, CommitError> {
         progress(Event::Stage(Stage::Commit));
+        self.release.write(&self.config)?;
+        Ok(Committed {
+            release: self.release,
+        })
+    }
+}
+
+impl Release {
+    /// The changeset of the release: the bundle directory and the catalog's package update.
+    fn write(&self, config: &ReleaseConfig) -> Result<(), CommitError> {
         let write_bundle = !self.bundle_unchanged;
         let write_catalog = self.plan.outcome == Outcome::Changed;
         if !write_bundle && !write_catalog {

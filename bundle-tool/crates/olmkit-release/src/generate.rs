@@ -1,11 +1,15 @@
-//! Step 2, generate: the bundle of the release, through olmkit-bundle's generator, after
-//! pointing the containers that run the manifests' manager image at the new operator image.
+//! Stage 3, generate ([`Planned::generate`] → [`Generated`]): the bundle of the release,
+//! through olmkit-bundle's generator, after pointing the containers that run the manifests'
+//! manager image at the new operator image (built first, in this stage, when the CSV pins it
+//! by digest: [`crate::images`]).
 
-use crate::ReleaseConfig;
-use crate::plan::Planned;
+use crate::images::{ImageSet, ImagesError, operator_image_for_csv};
+use crate::plan::{Decisions, Planned};
+use crate::{Event, Progress, ReleaseConfig, Stage};
 use olmkit_bundle::generate::{
     GenerateBundleError, GenerateInputs, GeneratedBundle, generate_bundle,
 };
+use olmkit_catalog::catalog_dir::CatalogDir;
 use olmkit_core::image_ref::repository_as_written;
 use serde_json::Value;
 use thiserror::Error;
@@ -19,6 +23,9 @@ pub enum GenerateError {
     /// The generator refused the manifests.
     #[error(transparent)]
     Bundle(Box<GenerateBundleError>),
+    /// The operator image the CSV pins by digest could not be built.
+    #[error(transparent)]
+    OperatorImage(Box<ImagesError>),
 }
 
 impl GenerateError {
@@ -29,12 +36,59 @@ impl GenerateError {
                 "the operator's Deployment (config/manager) must be among the manifests".into(),
             ],
             GenerateError::Bundle(e) => e.hint().into_iter().collect(),
+            GenerateError::OperatorImage(e) => e.hints(),
         }
     }
 
-    /// Always: the manifests or the flags are at fault.
+    /// True when the manifests or the flags are at fault (always, but for an image build
+    /// that failed on its own).
     pub fn is_user_error(&self) -> bool {
-        true
+        match self {
+            GenerateError::OperatorImage(e) => e.is_user_error(),
+            _ => true,
+        }
+    }
+}
+
+/// A release with its bundle generated: the third stage, which
+/// [`Generated::validate`](crate::validate) validates.
+#[derive(Debug)]
+pub struct Generated {
+    pub(crate) config: ReleaseConfig,
+    pub(crate) catalog: CatalogDir,
+    pub(crate) decisions: Decisions,
+    pub(crate) images: ImageSet,
+    pub(crate) bundle: GeneratedBundle,
+}
+
+impl Generated {
+    /// The bundle's files.
+    pub fn bundle(&self) -> &GeneratedBundle {
+        &self.bundle
+    }
+}
+
+impl Planned {
+    /// Generates the bundle (after building the operator image when the CSV pins it).
+    pub fn generate(self, progress: &mut Progress<'_>) -> Result<Generated, GenerateError> {
+        progress(Event::Stage(Stage::Generate));
+        let mut images = ImageSet::default();
+        let operator_ref =
+            operator_image_for_csv(&self.config, &self.decisions, &mut images, progress)
+                .map_err(|e| GenerateError::OperatorImage(Box::new(e)))?;
+        let bundle = generate(
+            &self.config,
+            &self.decisions,
+            self.inputs,
+            operator_ref.as_deref(),
+        )?;
+        Ok(Generated {
+            config: self.config,
+            catalog: self.catalog,
+            decisions: self.decisions,
+            images,
+            bundle,
+        })
     }
 }
 
@@ -42,7 +96,7 @@ impl GenerateError {
 /// operator image by tag, or by digest when the CSV pins it; `None` when nothing names it).
 pub fn generate(
     config: &ReleaseConfig,
-    planned: &Planned,
+    planned: &Decisions,
     mut inputs: GenerateInputs,
     operator_ref: Option<&str>,
 ) -> Result<GeneratedBundle, GenerateError> {

@@ -1,9 +1,13 @@
-//! Step 4, images: the operator, bundle and catalog images of the release, through
-//! olmkit-image, each from a staged copy of what it packs (the bundle as generated, the catalog
-//! with the release applied), so nothing under `bundle/` or the catalog is written before the
-//! commit. The catalog entries are planned between [`bundle_step`] and [`catalog_step`]
-//! ([`crate::plan::plan_catalog`]): they name the bundle image, by digest with
-//! `--use-image-digests`, and the catalog image packs them.
+//! Stage 5, build ([`Validated::build`] → [`Built`]): the operator, bundle and catalog images
+//! of the release, through olmkit-image, each from a staged copy of what it packs (the bundle
+//! as generated, the catalog with the release applied), so nothing under `bundle/` or the
+//! catalog is written before the commit. The catalog entries are planned between
+//! [`bundle_step`] and [`catalog_step`] ([`crate::plan::plan_catalog`]): they name the bundle
+//! image, by digest with `--use-image-digests`, and the catalog image packs them.
+//!
+//! olmkit-image knows nothing of bundles: this module hands it plain data, the manager
+//! container's command ([`manager_command_of_csv`], olmkit-bundle's manager-container rule)
+//! and the bundle's annotations and `bundle.Dockerfile` ([`bundle_image_inputs`]).
 //!
 //! With `--use-image-digests` the operator image is built before generation instead
 //! ([`operator_image_for_csv`]): its digest goes into the CSV.
@@ -16,11 +20,13 @@
 //! written, when its entrypoint is no executable file or the CSV's manager command names a
 //! path the image lacks.
 
-use crate::plan::{Planned, later_versions};
-use crate::{Event, Progress, ReleaseConfig};
-use olmkit_bundle::generate::GeneratedBundle;
+use crate::catalog_plan::{Outcome, ReleasePlan};
+use crate::plan::{Decisions, PlanError, later_versions, plan_catalog};
+use crate::validate::Validated;
+use crate::{Event, Progress, Release, ReleaseConfig, Stage};
+use olmkit_bundle::LoadBundleError;
+use olmkit_bundle::generate::{GeneratedBundle, ManagerContainer, manager_container};
 use olmkit_catalog::catalog_dir::{CatalogDir, WriteCatalogError, stage_package_update};
-use olmkit_catalog::release::{Outcome, ReleasePlan};
 use olmkit_core::fsio::{Changeset, WriteOutputError};
 use olmkit_image::build::{BuildImageError, Image};
 use olmkit_image::images::{
@@ -28,7 +34,6 @@ use olmkit_image::images::{
     OperatorImageCheckError, OperatorImageInputs, build_bundle_image, build_catalog_image,
     build_operator_image, check_operator_image,
 };
-use olmkit_image::layout::{WriteLayoutError, WriteSummary, write_to_layout};
 use semver::Version;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -93,6 +98,9 @@ pub enum ImagesError {
     /// The operator image would not start as the CSV runs it.
     #[error(transparent)]
     Check(Box<OperatorImageCheckError>),
+    /// The bundle the bundle image packs cannot be loaded.
+    #[error(transparent)]
+    Bundle(Box<LoadBundleError>),
     /// Staging what an image packs failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -105,6 +113,9 @@ pub enum ImagesError {
     /// Copying the catalog for staging failed.
     #[error(transparent)]
     Walk(#[from] walkdir::Error),
+    /// The catalog entries naming the bundle image cannot be planned.
+    #[error(transparent)]
+    CatalogPlan(Box<PlanError>),
 }
 
 impl ImagesError {
@@ -115,7 +126,9 @@ impl ImagesError {
                 "pass --{kind}-repo REPO (or --operator-repo), or --no-images"
             )],
             ImagesError::Build(e) => build_hint(e).into_iter().map(String::from).collect(),
+            ImagesError::Bundle(_) => vec![BUNDLE_LOAD_HINT.into()],
             ImagesError::Check(e) => e.hints(None),
+            ImagesError::CatalogPlan(e) => e.hints(),
             ImagesError::Io(_)
             | ImagesError::Stage(_)
             | ImagesError::StageCatalog(_)
@@ -126,13 +139,17 @@ impl ImagesError {
     /// True for missing names and bad binaries; staging failures are not.
     pub fn is_user_error(&self) -> bool {
         match self {
-            ImagesError::NoRepository { .. } => true,
+            ImagesError::NoRepository { .. } | ImagesError::Bundle(_) => true,
             ImagesError::Build(e) => e.is_user_error(),
             ImagesError::Check(e) => e.is_user_error(),
+            ImagesError::CatalogPlan(e) => e.is_user_error(),
             _ => false,
         }
     }
 }
+
+/// How to fix a bundle directory the bundle image cannot be built from.
+pub const BUNDLE_LOAD_HINT: &str = "generate the bundle with `bundle-tool generate bundle`";
 
 /// How to fix a failed image build, when there is something to say.
 pub fn build_hint(e: &BuildImageError) -> Option<&'static str> {
@@ -140,16 +157,13 @@ pub fn build_hint(e: &BuildImageError) -> Option<&'static str> {
         BuildImageError::Binary { .. } => {
             Some("build static binaries with hack/build-static.sh (glibc static-pie)")
         }
-        BuildImageError::Bundle(_) => {
-            Some("generate the bundle with `bundle-tool generate bundle`")
-        }
         _ => None,
     }
 }
 
 /// The images built so far, and what goes with them.
 #[derive(Debug, Default)]
-pub(crate) struct Built {
+pub struct ImageSet {
     pub(crate) images: Vec<BuiltImage>,
     pub(crate) notes: Vec<String>,
     pub(crate) skipped_catalog: Option<String>,
@@ -157,12 +171,76 @@ pub(crate) struct Built {
     pub(crate) staging: Vec<tempfile::TempDir>,
 }
 
+/// A release with its images built and its catalog changes planned: the fifth stage, which
+/// [`Built::publish`](crate::publish) publishes. With `--plan` it is the last one: its
+/// [`Release`] is what would be released.
+#[derive(Debug)]
+pub struct Built {
+    pub(crate) config: ReleaseConfig,
+    pub(crate) release: Release,
+}
+
+impl Built {
+    /// The release as decided.
+    pub fn release(&self) -> &Release {
+        &self.release
+    }
+}
+
+impl Validated {
+    /// Builds the operator (unless built for the CSV already) and bundle images, plans the
+    /// catalog entries naming the bundle image, then builds the catalog image; checks the
+    /// operator image against the CSV.
+    pub fn build(self, progress: &mut Progress<'_>) -> Result<Built, ImagesError> {
+        let Validated {
+            config,
+            catalog,
+            decisions,
+            mut images,
+            bundle,
+            checked,
+        } = self;
+        if config.images_on() {
+            progress(Event::Stage(Stage::Images));
+        }
+        let bundle_ref = bundle_step(&config, &decisions, &bundle, &mut images, progress)?;
+        check_operator(&images, &checked.loaded)?;
+        let image_in_catalog = match &decisions.recorded_image {
+            // A released version keeps the bundle image its catalog entry names.
+            Some(image) => image.clone(),
+            None => bundle_ref.ok_or_else(|| no_repo(ImageKind::Bundle))?,
+        };
+        let plan = plan_catalog(&decisions, &catalog, &checked.loaded, &image_in_catalog)
+            .map_err(|e| ImagesError::CatalogPlan(Box::new(e)))?;
+        catalog_step(&config, &decisions, &catalog, &plan, &mut images, progress)?;
+        let mut notes = bundle.notes.clone();
+        notes.extend(checked.notes);
+        notes.extend(images.notes);
+        let release = Release {
+            package: decisions.package,
+            version: decisions.version,
+            csv_name: bundle.csv_name.clone(),
+            bundle_dir: decisions.bundle_dir,
+            generated: bundle,
+            bundle_unchanged: checked.bundle_unchanged,
+            plan,
+            catalog,
+            report: checked.report,
+            notes,
+            images: images.images,
+            skipped_catalog: images.skipped_catalog,
+            _staging: images.staging,
+        };
+        Ok(Built { config, release })
+    }
+}
+
 /// With `--use-image-digests` (and images on), builds the operator image now, since the CSV
 /// names it by digest; returns the reference the manager's containers get (by tag otherwise).
 pub(crate) fn operator_image_for_csv(
     config: &ReleaseConfig,
-    planned: &Planned,
-    built: &mut Built,
+    planned: &Decisions,
+    built: &mut ImageSet,
     progress: &mut Progress<'_>,
 ) -> Result<Option<String>, ImagesError> {
     let repo = planned.names.operator_repo.as_ref();
@@ -177,8 +255,8 @@ pub(crate) fn operator_image_for_csv(
 /// Builds the operator image (when there is a binary) and records it; returns a copy of it.
 fn operator_image(
     config: &ReleaseConfig,
-    planned: &Planned,
-    built: &mut Built,
+    planned: &Decisions,
+    built: &mut ImageSet,
     progress: &mut Progress<'_>,
 ) -> Result<Image, ImagesError> {
     let (Some(bin), Some(repo)) = (&config.operator_binary, &planned.names.operator_repo) else {
@@ -207,19 +285,70 @@ fn operator_image(
 /// on disk, `loaded`: its entrypoint must be an executable file in its layers, and the manager
 /// container's `command[0]` must name one (see the module docs).
 pub(crate) fn check_operator(
-    built: &Built,
+    built: &ImageSet,
     loaded: &olmkit_bundle::Bundle,
 ) -> Result<(), ImagesError> {
     let Some(op) = built.images.iter().find(|i| i.kind == ImageKind::Operator) else {
         return Ok(());
     };
     let manager = loaded.csv().and_then(|csv| {
-        ManagerCommand::of_csv(
+        manager_command_of_csv(
             &csv.object,
             loaded.root.join(&csv.file).display().to_string(),
         )
     });
     check_operator_image(&op.image, manager.as_ref()).map_err(|e| ImagesError::Check(Box::new(e)))
+}
+
+/// The manager container's command in a ClusterServiceVersion `csv` (read from `file`), by
+/// olmkit-bundle's manager-container rule; `None` when it has no command (the pod runs the
+/// image's entrypoint) or no Deployment.
+pub fn manager_command_of_csv(
+    csv: &serde_json::Value,
+    file: impl Into<String>,
+) -> Option<ManagerCommand> {
+    let deployments = csv
+        .pointer("/spec/install/spec/deployments")
+        .and_then(serde_json::Value::as_array)?;
+    let c = manager_container(deployments.iter())?;
+    manager_command_of_container(
+        &c,
+        &format!(
+            "spec.install.spec.deployments[{}].spec.template.spec.containers[{}]",
+            c.deployment, c.index
+        ),
+        file,
+    )
+}
+
+/// The command of a manager container found at `prefix` (a field path) in `file`; `None`
+/// when it has none.
+pub(crate) fn manager_command_of_container(
+    c: &ManagerContainer<'_>,
+    prefix: &str,
+    file: impl Into<String>,
+) -> Option<ManagerCommand> {
+    let program = c.command()?.first()?.to_string();
+    Some(ManagerCommand {
+        program,
+        working_dir: c.working_dir().map(str::to_string),
+        field: format!("{prefix}.command[0]"),
+        file: file.into(),
+    })
+}
+
+/// The bundle image's inputs for the bundle directory `dir`: olmkit-bundle's loader reads its
+/// annotations (the image's labels) and `bundle.Dockerfile` through the directory as the root.
+pub fn bundle_image_inputs(
+    dir: &Path,
+    created: jiff::Timestamp,
+) -> Result<BundleImageInputs, LoadBundleError> {
+    let bundle = olmkit_bundle::load_bundle_dir(dir)?;
+    let mut inputs = BundleImageInputs::new(dir, created);
+    inputs.annotations_file = bundle.annotations_file.clone();
+    inputs.annotations = bundle.annotations;
+    inputs.dockerfile = bundle.dockerfile;
+    Ok(inputs)
 }
 
 /// Runs one image build between its start and end events.
@@ -240,9 +369,9 @@ fn timed<T>(
 /// `--use-image-digests`; `None` when nothing names it.
 pub(crate) fn bundle_step(
     config: &ReleaseConfig,
-    planned: &Planned,
+    planned: &Decisions,
     generated: &GeneratedBundle,
-    built: &mut Built,
+    built: &mut ImageSet,
     progress: &mut Progress<'_>,
 ) -> Result<Option<String>, ImagesError> {
     let images_on = config.images_on();
@@ -259,7 +388,8 @@ pub(crate) fn bundle_step(
     };
     let dir = tempfile::tempdir()?;
     write_files(dir.path(), &generated.files)?;
-    let inputs = BundleImageInputs::new(dir.path(), planned.image_time);
+    let inputs = bundle_image_inputs(dir.path(), planned.image_time)
+        .map_err(|e| ImagesError::Bundle(Box::new(e)))?;
     let image = timed(progress, ImageKind::Bundle, || build_bundle_image(&inputs))?;
     built.notes.extend(image.dockerfile_drift.iter().cloned());
     let in_catalog = match bundle_repo {
@@ -280,10 +410,10 @@ pub(crate) fn bundle_step(
 /// [`catalog_image_step`]), and the note when the operator image was left out.
 pub(crate) fn catalog_step(
     config: &ReleaseConfig,
-    planned: &Planned,
+    planned: &Decisions,
     catalog: &CatalogDir,
     plan: &ReleasePlan,
-    built: &mut Built,
+    built: &mut ImageSet,
     progress: &mut Progress<'_>,
 ) -> Result<(), ImagesError> {
     if config.images_on() {
@@ -306,10 +436,10 @@ pub(crate) fn no_repo(kind: ImageKind) -> ImagesError {
 /// re-release once later versions are in the catalog (see [`later_versions`]).
 fn catalog_image_step(
     config: &ReleaseConfig,
-    planned: &Planned,
+    planned: &Decisions,
     catalog: &CatalogDir,
     plan: &ReleasePlan,
-    built: &mut Built,
+    built: &mut ImageSet,
     progress: &mut Progress<'_>,
 ) -> Result<(), ImagesError> {
     let Some(repo) = &planned.names.catalog_repo else {
@@ -402,7 +532,7 @@ fn catalog_image(
     config: &ReleaseConfig,
     catalog: &CatalogDir,
     plan: &ReleasePlan,
-    planned: &Planned,
+    planned: &Decisions,
     progress: &mut Progress<'_>,
 ) -> Result<(Image, tempfile::TempDir), ImagesError> {
     let package = &planned.package;
@@ -442,15 +572,6 @@ fn catalog_image(
     }
     let image = timed(progress, ImageKind::Catalog, || build_catalog_image(&ci))?;
     Ok((image, dir))
-}
-
-/// Writes the release's images into the OCI layout `dir`, each under its tag reference.
-pub fn write_layout(dir: &Path, images: &[BuiltImage]) -> Result<WriteSummary, WriteLayoutError> {
-    let names: Vec<(&Image, &str)> = images
-        .iter()
-        .map(|i| (&i.image, i.reference.as_str()))
-        .collect();
-    write_to_layout(dir, &names)
 }
 
 fn write_files(root: &Path, files: &BTreeMap<PathBuf, Vec<u8>>) -> std::io::Result<()> {
@@ -517,6 +638,49 @@ mod tests {
         // A catalog that does not exist yet stages as an empty directory.
         copy_tree(&tmp.path().join("none"), &tmp.path().join("empty")).unwrap();
         assert!(tmp.path().join("empty").is_dir());
+    }
+
+    #[test]
+    fn the_manager_command_of_a_csv_names_its_field() {
+        let csv = |containers: serde_json::Value| {
+            serde_json::json!({"kind": "ClusterServiceVersion", "spec": {"install": {"spec": {
+                "deployments": [{"name": "controller-manager", "spec": {"template": {
+                    "spec": {"containers": containers}
+                }}}]
+            }}}})
+        };
+        let with_command = csv(serde_json::json!([
+            {"name": "proxy", "image": "p:1", "command": ["/proxy"]},
+            {"name": "manager", "image": "m:1", "command": ["/manager"], "args": ["--leader-elect"]}
+        ]));
+        let cmd = manager_command_of_csv(&with_command, "bundle/x.csv.yaml").unwrap();
+        assert_eq!(cmd.program, "/manager");
+        assert_eq!(
+            cmd.what(),
+            "bundle/x.csv.yaml: field spec.install.spec.deployments[0].spec.template.spec.containers[1].command[0]"
+        );
+        let plain = csv(serde_json::json!([{"name": "manager", "image": "m:1"}]));
+        assert_eq!(manager_command_of_csv(&plain, "x"), None);
+    }
+
+    #[test]
+    fn the_bundle_image_is_labelled_with_the_loaded_annotations() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../tests/fixtures/real-bundles/authorino-operator/0.13.0");
+        let t0 = jiff::Timestamp::from_second(1_700_000_000).unwrap();
+        let inputs = bundle_image_inputs(&dir, t0).unwrap();
+        let built = build_bundle_image(&inputs).unwrap();
+        let c: serde_json::Value = serde_json::from_slice(&built.image.config.data).unwrap();
+        let labels: BTreeMap<String, String> =
+            serde_json::from_value(c["config"]["Labels"].clone()).unwrap();
+        assert_eq!(
+            labels,
+            olmkit_bundle::load_bundle_dir(&dir).unwrap().annotations
+        );
+        assert_eq!(
+            labels["operators.operatorframework.io.bundle.package.v1"],
+            "authorino-operator"
+        );
     }
 
     #[test]

@@ -1,61 +1,75 @@
 //! olmkit-release: one release of an operator, from its manifests to a released version, all or
-//! nothing.
+//! nothing; and the promotion of a released version to another channel ([`promote`]).
 //!
 //! A release generates the bundle for the version (with `replaces` set to the head of the
 //! first target channel), validates it (with CRD upgrade safety against the bundle it
 //! replaces), plans its catalog entries (one per target channel, each replacing that channel's
 //! head, so no channel gets a second head), validates the package's whole graph, builds the
-//! operator, bundle and catalog images, and only then writes `bundle/<package>/<version>/` and
-//! the catalog, in one changeset. Any failure before that last step leaves `bundle/` and
-//! `catalog/` as they were.
+//! operator, bundle and catalog images, publishes them, and only then writes
+//! `bundle/<package>/<version>/` and the catalog, in one changeset. Any failure before that
+//! last step leaves `bundle/` and `catalog/` as they were.
 //!
 //! Released versions are immutable: re-running a finished release regenerates the same bytes
 //! (it reuses the recorded `createdAt`, edges and bundle image) and changes nothing but the
 //! images; releasing an existing version with other content is refused.
 //!
-//! The pipeline is a sequence of named steps, each in its module with its own error type:
+//! The pipeline is a chain of typed stages: each stage is a type, and its one method consumes
+//! it and returns the next stage or that step's own error (all of them convert into
+//! [`ReleaseError`]), so no step can be skipped or run twice:
 //!
-//! 0. [`recover::recover_interrupted`] finishes a release killed while committing, before
-//!    anything is read.
-//! 1. [`plan`]: the version, the catalog, the package, its target channels and CSV edges,
-//!    `createdAt` and the image names ([`plan::open`], [`plan::plan`]; a manager image with no
-//!    registry host and no `--operator-repo` is refused); later, once the bundle image is known,
-//!    the catalog changes ([`plan::plan_catalog`]).
-//! 2. [`generate`]: the bundle, with the operator's containers pointed at the new image.
-//! 3. [`validate`]: the bundle as it will be on disk, and the immutability of released versions.
-//! 4. [`images`]: operator, bundle and catalog images (the operator image comes first, in the
-//!    generate step, when the CSV pins it by digest). The operator binary goes where the CSV's
-//!    manager container `command` points (else to `/usr/local/bin/<name>`, the entrypoint), and
-//!    the built image is checked against that CSV before anything is written.
-//! 5. [`commit`]: `bundle/` and the catalog in one crash-safe changeset.
+//! 1. [`open`](open::open) → [`Opened`]: finishes a release killed while committing
+//!    ([`recover`]), parses the version (the one parse: a `semver::Version` flows through, and is
+//!    formatted only in names and files) and reads the catalog.
+//! 2. [`Opened::plan`] → [`Planned`] ([`plan`]): the package (read where the generator reads
+//!    it, without generating), its target channels and CSV edges, `createdAt` and the image
+//!    names (a manager image with no registry host and no `--operator-repo` is refused).
+//! 3. [`Planned::generate`] → [`Generated`] ([`generate`]): the bundle, with the operator's
+//!    containers pointed at the new image (built first when the CSV pins it by digest).
+//! 4. [`Generated::validate`] → [`Validated`] ([`validate`]): the bundle as it will be on disk,
+//!    and the immutability of released versions.
+//! 5. [`Validated::build`] → [`Built`] ([`images`]): operator and bundle images, the catalog
+//!    entries naming the bundle image ([`catalog_plan`]), the catalog image. The operator binary
+//!    goes where the CSV's manager container `command` points (else to
+//!    `/usr/local/bin/<name>`, the entrypoint), and the built image is checked against that
+//!    CSV. With `--plan`, this stage's [`Release`] is what would be released.
+//! 6. [`Built::publish`] → [`Published`] ([`publish`]): the images into the OCI layout and, when
+//!    the caller passes a registry, there, through olmkit-image's `Publisher`.
+//! 7. [`Published::commit`] → [`Committed`] ([`commit`]): `bundle/` and the catalog in one
+//!    crash-safe changeset.
 //!
-//! [`prepare`] runs steps 1 to 4 after the caller has loaded the manifests; the caller writes
-//! the images to a layout ([`images::write_layout`]), pushes them if asked, then commits. The
-//! pipeline does no terminal I/O: it reports its stages, image builds and warnings through an
-//! [`Event`] callback, and its errors carry their `hint:` lines ([`ReleaseError::hints`]).
+//! The caller loads the manifests between 1 and 2 (how is a command-line matter: kustomize,
+//! files, stdin). The pipeline does no terminal I/O: it reports its stages, image builds, notes
+//! and warnings through an [`Event`] callback, and its errors carry their `hint:` lines
+//! ([`ReleaseError::hints`]).
 
+pub mod catalog_plan;
 pub mod commit;
 pub mod generate;
 pub mod images;
+pub mod open;
 pub mod plan;
+pub mod promote;
+pub mod publish;
 pub mod recover;
 pub mod validate;
 
-use olmkit_bundle::generate::{GenerateInputs, GeneratedBundle};
+use catalog_plan::ReleasePlan;
+use olmkit_bundle::generate::GeneratedBundle;
 use olmkit_catalog::catalog_dir::CatalogDir;
-use olmkit_catalog::release::ReleasePlan;
 use olmkit_core::Report;
 use semver::Version;
 use std::fmt;
 use std::path::PathBuf;
 use thiserror::Error;
 
-pub use commit::CommitError;
-pub use generate::GenerateError;
-pub use images::{BuiltImage, ImageKind, ImagesError};
-pub use plan::PlanError;
+pub use commit::{CommitError, Committed};
+pub use generate::{GenerateError, Generated};
+pub use images::{Built, BuiltImage, ImageKind, ImagesError};
+pub use open::{OpenError, Opened, open};
+pub use plan::{PlanError, Planned};
+pub use publish::{Published, ReleasePublishError};
 pub use recover::RecoverError;
-pub use validate::ValidateError;
+pub use validate::{ValidateError, Validated};
 
 /// What to release and how: the release's options, as the command line gives them.
 #[derive(Clone, Debug, Default)]
@@ -100,8 +114,8 @@ pub struct ReleaseConfig {
 }
 
 impl ReleaseConfig {
-    /// The bundle generator's options for this release (plan probes the package name with
-    /// them; generate makes the bundle).
+    /// The bundle generator's options for this release (the version formatted for
+    /// olmkit-bundle, which takes it as written).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn generate_options(
         &self,
@@ -171,6 +185,9 @@ pub enum Event<'a> {
     BuildStarted(ImageKind),
     /// That image build ended (successfully or not).
     BuildFinished(ImageKind),
+    /// What the release did on the user's behalf before starting (an interrupted release
+    /// completed).
+    Note(&'a str),
     /// Something the user should know now, with how to act on it.
     Warning {
         /// The warning.
@@ -183,9 +200,9 @@ pub enum Event<'a> {
 /// The progress callback of the pipeline.
 pub type Progress<'p> = dyn FnMut(Event<'_>) + 'p;
 
-/// A release as decided before anything is written: the result of [`prepare`].
+/// A release as decided (from [`Built`] on) and, at the end, done.
 #[derive(Debug)]
-pub struct Prepared {
+pub struct Release {
     /// Package name.
     pub package: String,
     /// The version released.
@@ -214,98 +231,72 @@ pub struct Prepared {
     pub(crate) _staging: Vec<tempfile::TempDir>,
 }
 
-/// Runs the plan, generate, validate and images steps: everything but writing. `opened` comes
-/// from [`plan::open`] and `inputs` are the operator's manifests as the caller loaded them.
-pub fn prepare(
-    config: &ReleaseConfig,
-    opened: plan::Opened,
-    inputs: GenerateInputs,
-    progress: &mut Progress<'_>,
-) -> Result<Prepared, ReleaseError> {
-    validate::check_input_sizes(&inputs)?;
-    let planned = plan::plan(config, &opened, &inputs)?;
-    progress(Event::Stage(Stage::Generate));
-    let mut built = images::Built::default();
-    let operator_ref = images::operator_image_for_csv(config, &planned, &mut built, progress)?;
-    let generated = generate::generate(config, &planned, inputs, operator_ref.as_deref())?;
-    progress(Event::Stage(Stage::Validate));
-    let validated = validate::validate(config, &planned, &generated)?;
-    if config.images_on() {
-        progress(Event::Stage(Stage::Images));
-    }
-    let bundle_ref = images::bundle_step(config, &planned, &generated, &mut built, progress)?;
-    images::check_operator(&built, &validated.loaded)?;
-    let image_in_catalog = match &planned.recorded_image {
-        // A released version keeps the bundle image its catalog entry names.
-        Some(image) => image.clone(),
-        None => bundle_ref.ok_or_else(|| images::no_repo(ImageKind::Bundle))?,
-    };
-    let catalog_plan = plan::plan_catalog(
-        &planned,
-        &opened.catalog,
-        &validated.loaded,
-        &image_in_catalog,
-    )?;
-    images::catalog_step(
-        config,
-        &planned,
-        &opened.catalog,
-        &catalog_plan,
-        &mut built,
-        progress,
-    )?;
-    let mut notes = generated.notes.clone();
-    notes.extend(validated.notes);
-    notes.extend(built.notes);
-    Ok(Prepared {
-        package: planned.package,
-        version: planned.version,
-        csv_name: generated.csv_name.clone(),
-        bundle_dir: planned.bundle_dir,
-        generated,
-        bundle_unchanged: validated.bundle_unchanged,
-        plan: catalog_plan,
-        catalog: opened.catalog,
-        report: validated.report,
-        notes,
-        images: built.images,
-        skipped_catalog: built.skipped_catalog,
-        _staging: built.staging,
-    })
-}
-
 /// A release failed; nothing under `bundle/` or the catalog was changed.
 #[derive(Debug, Error)]
 pub enum ReleaseError {
-    /// Finishing an interrupted release failed.
+    /// The release cannot start (recovery, version, catalog).
     #[error(transparent)]
-    Recover(#[from] RecoverError),
+    Open(#[from] OpenError),
     /// Planning failed.
     #[error(transparent)]
-    Plan(#[from] PlanError),
+    Plan(PlanError),
     /// Generating the bundle failed.
     #[error(transparent)]
-    Generate(#[from] GenerateError),
+    Generate(GenerateError),
     /// The bundle does not validate, or would overwrite a release.
     #[error(transparent)]
     Validate(#[from] ValidateError),
     /// Building an image failed.
     #[error(transparent)]
-    Images(#[from] ImagesError),
+    Images(ImagesError),
+    /// Publishing the images failed.
+    #[error(transparent)]
+    Publish(#[from] ReleasePublishError),
     /// Writing failed (the changeset is all or nothing).
     #[error(transparent)]
     Commit(#[from] CommitError),
+}
+
+/// A stage's error wrapping another step's is reported as that step's: an input too large is
+/// a validation error, an operator image built for the CSV an image error, a catalog plan made
+/// while building a plan error.
+impl From<PlanError> for ReleaseError {
+    fn from(e: PlanError) -> Self {
+        match e {
+            PlanError::InputSizes(v) => ReleaseError::Validate(*v),
+            other => ReleaseError::Plan(other),
+        }
+    }
+}
+
+impl From<GenerateError> for ReleaseError {
+    fn from(e: GenerateError) -> Self {
+        match e {
+            GenerateError::OperatorImage(i) => ReleaseError::from(*i),
+            other => ReleaseError::Generate(other),
+        }
+    }
+}
+
+impl From<ImagesError> for ReleaseError {
+    fn from(e: ImagesError) -> Self {
+        match e {
+            ImagesError::CatalogPlan(p) => ReleaseError::from(*p),
+            other => ReleaseError::Images(other),
+        }
+    }
 }
 
 impl ReleaseError {
     /// `hint:` lines: how to fix it.
     pub fn hints(&self) -> Vec<String> {
         match self {
-            ReleaseError::Recover(e) => e.hints(),
+            ReleaseError::Open(e) => e.hints(),
             ReleaseError::Plan(e) => e.hints(),
             ReleaseError::Generate(e) => e.hints(),
             ReleaseError::Validate(e) => e.hints(),
             ReleaseError::Images(e) => e.hints(),
+            ReleaseError::Publish(e) => e.hints(),
             ReleaseError::Commit(e) => e.hints(),
         }
     }
@@ -314,11 +305,12 @@ impl ReleaseError {
     /// binaries, permissions); false for what should not happen.
     pub fn is_user_error(&self) -> bool {
         match self {
-            ReleaseError::Recover(e) => e.is_user_error(),
+            ReleaseError::Open(e) => e.is_user_error(),
             ReleaseError::Plan(e) => e.is_user_error(),
             ReleaseError::Generate(e) => e.is_user_error(),
             ReleaseError::Validate(e) => e.is_user_error(),
             ReleaseError::Images(e) => e.is_user_error(),
+            ReleaseError::Publish(e) => e.is_user_error(),
             ReleaseError::Commit(e) => e.is_user_error(),
         }
     }

@@ -1,7 +1,12 @@
-//! Step 1, plan: everything a release decides before generating anything, from the flags, the
-//! catalog and the manifests: the version, the package and its target channels, the CSV's
-//! upgrade edges, `createdAt`, the image names; and, once the bundle image is known, the
-//! catalog changes ([`plan_catalog`]), through olmkit-catalog's release planner.
+//! Stage 2, plan ([`Opened::plan`] → [`Planned`]): everything a release decides before
+//! generating anything, from the flags, the catalog and the manifests ([`Decisions`]): the
+//! package and its target channels, the CSV's upgrade edges, `createdAt`, the image names;
+//! and, once the bundle image is known (in the build stage), the catalog changes
+//! ([`plan_catalog`]), through [`crate::catalog_plan`].
+//!
+//! The package name is read where the bundle generator reads it (`--package`, else the base
+//! CSV's name without its version: olmkit-bundle's `collect` and `metadata::package_name`),
+//! without generating a bundle.
 //!
 //! The image names come from the manifests' manager image (olmkit-bundle's manager-container
 //! rule) unless `--operator-repo` names the repository; a manager image with no registry host
@@ -12,15 +17,19 @@
 //! A version already in the catalog is a re-release: its recorded edges, channels, bundle
 //! image and `createdAt` are reused, so that re-running it regenerates the same bytes.
 
-use crate::{Hinted, ReleaseConfig};
-use olmkit_bundle::generate::{GenerateBundleError, GenerateInputs, generate_bundle};
-use olmkit_bundle::{Bundle, LoadBundleError};
-use olmkit_catalog::catalog_dir::CatalogDir;
-use olmkit_catalog::declcfg::{DeclarativeConfig, LoadCatalogError};
-use olmkit_catalog::release::{
-    Change, PlanReleaseError, ReleasePlan, ReleaseRequest, SkipRangeMode, csv_edges, plan_release,
+use crate::catalog_plan::{
+    PlanReleaseError, ReleasePlan, ReleaseRequest, SkipRangeMode, csv_edges, plan_release,
     skip_range_for,
 };
+use crate::open::Opened;
+use crate::validate::{ValidateError, check_input_sizes};
+use crate::{Hinted, ReleaseConfig};
+use olmkit_bundle::generate::collect::collect;
+use olmkit_bundle::generate::{GenerateBundleError, GenerateInputs, GenerateOptions, metadata};
+use olmkit_bundle::{Bundle, LoadBundleError};
+use olmkit_catalog::catalog_dir::CatalogDir;
+use olmkit_catalog::change::Change;
+use olmkit_catalog::declcfg::DeclarativeConfig;
 use olmkit_catalog::render::{RenderBundleError, RenderOptions, render_bundle_release};
 use olmkit_core::epoch::{self, ReadEpochError};
 use olmkit_core::image_ref::repository_as_written;
@@ -40,18 +49,11 @@ pub const PLACEHOLDER_HINT: &str =
 /// Planning refused the release, or could not read what it plans from.
 #[derive(Debug, Error)]
 pub enum PlanError {
-    /// `--version` is not semver.
-    #[error("--version {given:?} is not a semver version: {message}")]
-    Version {
-        /// The flag's value.
-        given: String,
-        /// The parser's complaint.
-        message: String,
-    },
-    /// The catalog directory cannot be loaded.
+    /// An input object is larger than etcd stores (checked before anything else is read
+    /// from the inputs; a validation error, as the release reports it).
     #[error(transparent)]
-    Catalog(Box<Hinted<LoadCatalogError>>),
-    /// The manifests do not generate a bundle (read for the package name).
+    InputSizes(Box<ValidateError>),
+    /// The manifests name no package (read as the generator reads it).
     #[error(transparent)]
     Generate(Box<GenerateBundleError>),
     /// A new version not above the head of a target channel.
@@ -115,8 +117,7 @@ impl PlanError {
     /// `hint:` lines.
     pub fn hints(&self) -> Vec<String> {
         match self {
-            PlanError::Version { .. } => vec!["versions look like 0.4.0 or 1.0.0-rc.1".into()],
-            PlanError::Catalog(h) => h.hints.clone(),
+            PlanError::InputSizes(e) => e.hints(),
             PlanError::Existing(h) => h.hints.clone(),
             PlanError::Generate(e) => e.hint().into_iter().collect(),
             PlanError::NotAboveHead(c) => {
@@ -146,37 +147,43 @@ impl PlanError {
 
     /// False only for the edge mismatch, which is a bug.
     pub fn is_user_error(&self) -> bool {
-        !matches!(self, PlanError::EdgeMismatch { .. })
+        match self {
+            PlanError::InputSizes(e) => e.is_user_error(),
+            e => !matches!(e, PlanError::EdgeMismatch { .. }),
+        }
     }
 }
 
-/// The version and the catalog, read before the manifests are.
+/// A planned release: the second stage, which [`Planned::generate`](crate::generate)
+/// generates.
 #[derive(Debug)]
-pub struct Opened {
-    /// The version released.
-    pub version: Version,
-    /// The catalog as it is.
-    pub catalog: CatalogDir,
+pub struct Planned {
+    pub(crate) config: ReleaseConfig,
+    pub(crate) catalog: CatalogDir,
+    pub(crate) inputs: GenerateInputs,
+    pub(crate) decisions: Decisions,
 }
 
-/// Parses the version and loads the catalog (and warms the validator's schemas meanwhile).
-pub fn open(config: &ReleaseConfig) -> Result<Opened, PlanError> {
-    let version =
-        Version::parse(config.version.trim_start_matches('v')).map_err(|e| PlanError::Version {
-            given: config.version.clone(),
-            message: e.to_string(),
-        })?;
-    olmkit_bundle::schemas::prewarm();
-    let catalog = CatalogDir::open(&config.catalog_dir).map_err(|e| {
-        PlanError::Catalog(Box::new(Hinted::new(
-            e,
-            [format!(
-                "fix the catalog first (bundle-tool catalog validate {})",
-                config.catalog_dir.display()
-            )],
-        )))
-    })?;
-    Ok(Opened { version, catalog })
+impl Planned {
+    /// What was decided.
+    pub fn decisions(&self) -> &Decisions {
+        &self.decisions
+    }
+}
+
+impl Opened {
+    /// Plans the release from the operator's manifests `inputs`, as the caller loaded them:
+    /// refuses objects larger than etcd stores, then decides (see the module docs).
+    pub fn plan(self, inputs: GenerateInputs) -> Result<Planned, PlanError> {
+        check_input_sizes(&inputs).map_err(|e| PlanError::InputSizes(Box::new(e)))?;
+        let decisions = decide(&self.config, self.version, &self.catalog, &inputs)?;
+        Ok(Planned {
+            config: self.config,
+            catalog: self.catalog,
+            inputs,
+            decisions,
+        })
+    }
 }
 
 /// The repositories of the release's images; `None` where nothing names one.
@@ -192,9 +199,9 @@ pub struct ImageNames {
     pub catalog_repo: Option<String>,
 }
 
-/// What [`plan`] decided.
+/// What the plan stage decided.
 #[derive(Debug)]
-pub struct Planned {
+pub struct Decisions {
     /// The version released.
     pub version: Version,
     /// Package name.
@@ -230,19 +237,16 @@ pub struct Planned {
     pub bundle_default: Option<String>,
 }
 
-/// Plans the release of `opened.version` from `inputs`.
-pub fn plan(
+/// Decides the release of `version` from `inputs` into `catalog`.
+fn decide(
     config: &ReleaseConfig,
-    opened: &Opened,
+    version: Version,
+    catalog: &CatalogDir,
     inputs: &GenerateInputs,
-) -> Result<Planned, PlanError> {
-    let version = &opened.version;
-    let cfg = &opened.catalog.config;
-    // The package, from a first generation with the manifests as they are.
-    let probe = config.generate_options(version, String::new(), None, Vec::new(), None, None);
-    let package = generate_bundle(inputs, &probe)
-        .map_err(|e| PlanError::Generate(Box::new(e)))?
-        .package;
+) -> Result<Decisions, PlanError> {
+    let version = &version;
+    let cfg = &catalog.config;
+    let package = package_name(config, inputs)?;
     let channels = target_channels(config, cfg, &package, version);
     let bundle_dir = config.bundle_root.join(&package).join(version.to_string());
 
@@ -288,7 +292,7 @@ pub fn plan(
             .filter(|d| channels.contains(d))
     });
     let bundle_default = default_channel.clone().filter(|d| channels.contains(d));
-    Ok(Planned {
+    Ok(Decisions {
         version: version.clone(),
         package,
         channels,
@@ -306,6 +310,19 @@ pub fn plan(
         default_channel,
         bundle_default,
     })
+}
+
+/// The package name, where the bundle generator reads it: `--package`, else the base CSV's
+/// name without its version (olmkit-bundle's `collect` finds the base CSV).
+fn package_name(config: &ReleaseConfig, inputs: &GenerateInputs) -> Result<String, PlanError> {
+    let generate_err = |e| PlanError::Generate(Box::new(e));
+    let collected =
+        collect(inputs, config.package.as_deref(), &mut Vec::new()).map_err(generate_err)?;
+    let options = GenerateOptions {
+        package: config.package.clone(),
+        ..Default::default()
+    };
+    metadata::package_name(&options, &collected).map_err(generate_err)
 }
 
 /// A manager image with no registry host (`controller:latest`, `controller`, `my-operator:v1`)
@@ -353,7 +370,7 @@ pub fn names_registry(reference: &str) -> bool {
 fn manager_command(inputs: &GenerateInputs) -> Option<ManagerCommand> {
     let c = inputs.manager_container()?;
     let doc = inputs.manifests.iter().find(|d| d.kind() == "Deployment")?;
-    ManagerCommand::of_container(
+    crate::images::manager_command_of_container(
         &c,
         &format!("spec.template.spec.containers[{}]", c.index),
         format!(
@@ -391,7 +408,7 @@ fn image_names(config: &ReleaseConfig, inputs: &GenerateInputs) -> ImageNames {
 /// The catalog changes for the bundle `loaded`, whose catalog entry names `image`; checks that
 /// the CSV's `replaces` is the edge the first target channel gets.
 pub fn plan_catalog(
-    planned: &Planned,
+    planned: &Decisions,
     catalog: &CatalogDir,
     loaded: &Bundle,
     image: &str,

@@ -1,4 +1,4 @@
-//! Step 3, validate: the generated bundle as it will be on disk, with olmkit-bundle's default
+//! Stage 4, validate ([`Generated::validate`] → [`Validated`]): the generated bundle as it will be on disk, with olmkit-bundle's default
 //! suite, CRD upgrade safety against the released bundle it replaces, and what OLM v1 could
 //! not install as it is (as warnings: the release targets OLM v0 catalogs too); then the
 //! immutability of released versions: an existing bundle directory must hold exactly these
@@ -6,10 +6,13 @@
 //! in the input as in the generated bundle: `validate` keeps its warning (`manifest-size`,
 //! above 1 MiB), but a release would ship an object no API server accepts.
 
-use crate::ReleaseConfig;
-use crate::plan::Planned;
+use crate::generate::Generated;
+use crate::images::ImageSet;
+use crate::plan::Decisions;
+use crate::{Event, Progress, ReleaseConfig, Stage};
 use olmkit_bundle::generate::{GenerateInputs, GeneratedBundle};
 use olmkit_bundle::{Bundle, LoadBundleError};
+use olmkit_catalog::catalog_dir::CatalogDir;
 use olmkit_core::Report;
 use olmkit_core::findings::Severity;
 use olmkit_core::fsio::{WriteOutputError, read_tree};
@@ -159,7 +162,7 @@ fn refuse_unstorable(loaded: &Bundle, report: &mut Report) {
 
 /// What [`validate`] found.
 #[derive(Debug)]
-pub struct Validated {
+pub struct Checked {
     /// The bundle as it will be on disk.
     pub loaded: Bundle,
     /// Findings (no errors).
@@ -170,12 +173,47 @@ pub struct Validated {
     pub notes: Vec<String>,
 }
 
+/// A release whose bundle validates: the fourth stage, which [`Validated::build`](crate::images)
+/// builds the images of.
+#[derive(Debug)]
+pub struct Validated {
+    pub(crate) config: ReleaseConfig,
+    pub(crate) catalog: CatalogDir,
+    pub(crate) decisions: Decisions,
+    pub(crate) images: ImageSet,
+    pub(crate) bundle: GeneratedBundle,
+    pub(crate) checked: Checked,
+}
+
+impl Validated {
+    /// The findings (warnings only: errors stop the release).
+    pub fn report(&self) -> &Report {
+        &self.checked.report
+    }
+}
+
+impl Generated {
+    /// Validates the bundle as it will be on disk, and that it overwrites no release.
+    pub fn validate(self, progress: &mut Progress<'_>) -> Result<Validated, ValidateError> {
+        progress(Event::Stage(Stage::Validate));
+        let checked = validate(&self.config, &self.decisions, &self.bundle)?;
+        Ok(Validated {
+            config: self.config,
+            catalog: self.catalog,
+            decisions: self.decisions,
+            images: self.images,
+            bundle: self.bundle,
+            checked,
+        })
+    }
+}
+
 /// Validates `generated` as the bundle of `planned`.
 pub fn validate(
     config: &ReleaseConfig,
-    planned: &Planned,
+    planned: &Decisions,
     generated: &GeneratedBundle,
-) -> Result<Validated, ValidateError> {
+) -> Result<Checked, ValidateError> {
     let bundle_dir = &planned.bundle_dir;
     let loaded = generated
         .to_bundle(bundle_dir)
@@ -220,7 +258,7 @@ pub fn validate(
             true
         }
     };
-    Ok(Validated {
+    Ok(Checked {
         loaded,
         report,
         bundle_unchanged,

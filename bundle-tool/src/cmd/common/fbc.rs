@@ -2,8 +2,8 @@
 //! `catalog from-bundles`, and catalog changes as JSON (`promote`, `release`).
 
 use clap::ValueEnum;
+use olmkit_catalog::change::Change;
 use olmkit_catalog::declcfg::WriteFormat;
-use olmkit_catalog::release::Change;
 use serde_json::{Value, json};
 
 /// Output format of rendered blobs.

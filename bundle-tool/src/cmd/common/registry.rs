@@ -1,18 +1,17 @@
 //! Registry and image-build helpers shared by `image` and `release`: the registry connection
-//! flags, credentials (flags, environment, `--password-stdin` read once per process), pushes
-//! that refuse to move a published tag, the build time of reproducible images, and how
-//! olmkit-image's errors become exit codes and hints.
+//! flags, credentials (flags, environment, `--password-stdin` read once per process), the
+//! registry as olmkit-image's [`RegistryPublisher`] with one progress bar per push, the build
+//! time of reproducible images, and how olmkit-image's errors become exit codes and hints.
 
 use crate::exit::{CmdError, ResultExt};
 use crate::output::{GlobalArgs, progress};
 use olmkit_image::auth::{AuthSources, ENV_PASSWORD, ENV_USERNAME};
-use olmkit_image::build::{BuildImageError, Image};
+use olmkit_image::build::BuildImageError;
 use olmkit_image::layout::WriteLayoutError;
-use olmkit_image::push::{
-    ExistingTag, PushImageError, PushOptions, PushReport, RegistryOperation, push_with, tag_digest,
-};
-use olmkit_image::remote::{RemoteEvent, RemoteOptions, RetryPolicy, parse_reference};
-use std::sync::Arc;
+use olmkit_image::publish::{PublishError, RegistryPublisher};
+use olmkit_image::push::{ExistingTag, PushImageError};
+use olmkit_image::remote::{RemoteEvent, RemoteOptions, RetryPolicy};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Registry connection options.
@@ -107,16 +106,34 @@ pub(crate) fn push_err(e: PushImageError) -> CmdError {
     err
 }
 
-pub(crate) fn remote_options(
-    args: &RegistryArgs,
-    g: &GlobalArgs,
-) -> Result<(RemoteOptions, indicatif::ProgressBar), CmdError> {
-    let mut auth = AuthSources::from_env().user_hint(format!(
-        "set both {ENV_USERNAME} and {ENV_PASSWORD}, or neither"
-    ))?;
+/// The progress bar of the push under way, one per image (olmkit-image's
+/// [`RemoteEvent::PushStarted`] starts the next); [`PushProgress::clear`] ends the last one.
+#[derive(Clone, Default)]
+pub(crate) struct PushProgress(Arc<Mutex<Option<indicatif::ProgressBar>>>);
+
+impl PushProgress {
+    fn with<T>(&self, f: impl FnOnce(&mut Option<indicatif::ProgressBar>) -> T) -> T {
+        let mut guard = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut guard)
+    }
+
+    /// Clears the bar of the last push.
+    pub(crate) fn clear(&self) {
+        self.with(|bar| {
+            if let Some(bar) = bar.take() {
+                bar.finish_and_clear();
+            }
+        });
+    }
+}
+
+/// The password given with `--username`: from standard input (read once per process: a release
+/// checks and pushes several images, and a second read would find it empty) or the environment.
+fn explicit_credentials(args: &RegistryArgs) -> Result<Option<(String, String)>, CmdError> {
     if args.password_stdin {
-        // Read once per process: a release checks and pushes several images, and a second
-        // read of stdin would find it empty.
         static PASSWORD: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
         let pw = PASSWORD
             .get_or_init(|| {
@@ -133,29 +150,57 @@ pub(crate) fn remote_options(
         if pw.is_empty() {
             return Err(CmdError::msg("--password-stdin: standard input is empty"));
         }
-        auth.explicit = Some((args.username.clone().unwrap_or_default(), pw));
-    } else if let Some(user) = &args.username {
-        match std::env::var(ENV_PASSWORD) {
-            Ok(pw) if !pw.is_empty() => auth.explicit = Some((user.clone(), pw)),
-            _ => {
-                return Err(CmdError::msg(format!(
-                    "--username {user} needs a password: set {ENV_PASSWORD} or use --password-stdin"
-                )));
-            }
-        }
+        return Ok(Some((args.username.clone().unwrap_or_default(), pw)));
     }
-    let bar = progress(g, 0, "pushing");
-    let sink_bar = bar.clone();
+    let Some(user) = &args.username else {
+        return Ok(None);
+    };
+    match std::env::var(ENV_PASSWORD) {
+        Ok(pw) if !pw.is_empty() => Ok(Some((user.clone(), pw))),
+        _ => Err(CmdError::msg(format!(
+            "--username {user} needs a password: set {ENV_PASSWORD} or use --password-stdin"
+        ))),
+    }
+}
+
+/// The registry connection the flags describe; its events drive one progress bar per push.
+pub(crate) fn remote_options(
+    args: &RegistryArgs,
+    g: &GlobalArgs,
+) -> Result<(RemoteOptions, PushProgress), CmdError> {
+    let mut auth = AuthSources::from_env().user_hint(format!(
+        "set both {ENV_USERNAME} and {ENV_PASSWORD}, or neither"
+    ))?;
+    if let Some(explicit) = explicit_credentials(args)? {
+        auth.explicit = Some(explicit);
+    }
+    let bars = PushProgress::default();
+    let sink = bars.clone();
+    let g = g.clone();
     let events = Arc::new(move |e: RemoteEvent| match e {
-        RemoteEvent::BlobDone { .. } => sink_bar.inc(1),
+        RemoteEvent::PushStarted { reference, blobs } => sink.with(|bar| {
+            if let Some(old) = bar.take() {
+                old.finish_and_clear();
+            }
+            *bar = Some(progress(&g, blobs as u64, &format!("pushing {reference}")));
+        }),
+        RemoteEvent::BlobDone { .. } => sink.with(|bar| {
+            if let Some(bar) = bar {
+                bar.inc(1);
+            }
+        }),
         RemoteEvent::Retrying {
             action,
             attempt,
             delay,
             ..
-        } => sink_bar.set_message(format!(
-            "{action}: attempt {attempt} failed, retrying in {delay:?}"
-        )),
+        } => sink.with(|bar| {
+            if let Some(bar) = bar {
+                bar.set_message(format!(
+                    "{action}: attempt {attempt} failed, retrying in {delay:?}"
+                ));
+            }
+        }),
     });
     Ok((
         RemoteOptions {
@@ -170,63 +215,35 @@ pub(crate) fn remote_options(
             read_timeout: Duration::from_secs(120),
             events: Some(events),
         },
-        bar,
+        bars,
     ))
 }
 
-/// `--force` as the push policy for a tag that already names other content.
-pub(crate) fn existing_tag(force: bool) -> ExistingTag {
-    if force {
+/// The registry the flags describe as a [`RegistryPublisher`]; `force` overwrites tags that
+/// name other content.
+pub(crate) fn registry_publisher(
+    args: &RegistryArgs,
+    force: bool,
+    g: &GlobalArgs,
+) -> Result<(RegistryPublisher, PushProgress), CmdError> {
+    let (remote, bars) = remote_options(args, g)?;
+    let existing = if force {
         ExistingTag::Overwrite
     } else {
         ExistingTag::Refuse
-    }
+    };
+    Ok((RegistryPublisher { remote, existing }, bars))
 }
 
-/// Checks, without pushing, that `image` may go to `target`: the tag is free or already names
-/// this image (then the push changes nothing). Lets a command that pushes several images
-/// refuse before the first one moves a tag.
-pub(crate) async fn check_tag_free(
-    image: &Image,
-    target: &str,
-    args: &RegistryArgs,
-    g: &GlobalArgs,
-) -> Result<(), CmdError> {
-    let reference = parse_reference(target)
-        .user_hint("references look like registry.example.com/team/image:tag")?;
-    if reference.digest().is_some() {
-        return Ok(());
+/// A failed publication as an exit code, with its hints.
+pub(crate) fn publish_err(e: PublishError) -> CmdError {
+    match e {
+        PublishError::Layout(e) => layout_err(e),
+        PublishError::Reference(e) => {
+            CmdError::user(e).hint("references look like registry.example.com/team/image:tag")
+        }
+        PublishError::Push(e) => push_err(e),
     }
-    let (remote, bar) = remote_options(args, g)?;
-    bar.finish_and_clear();
-    match tag_digest(&reference, &remote, RegistryOperation::Push)
-        .await
-        .map_err(push_err)?
-    {
-        Some(d) if d != image.digest().to_string() => Err(push_err(PushImageError::TagExists {
-            reference: reference.whole(),
-            existing: d,
-            ours: image.digest().clone(),
-        })),
-        _ => Ok(()),
-    }
-}
-
-pub(crate) async fn push_image(
-    image: &Image,
-    target: &str,
-    args: &RegistryArgs,
-    existing: ExistingTag,
-    g: &GlobalArgs,
-) -> Result<PushReport, CmdError> {
-    let reference = parse_reference(target)
-        .user_hint("references look like registry.example.com/team/image:tag")?;
-    let (remote, bar) = remote_options(args, g)?;
-    bar.set_length(image.blobs().count() as u64);
-    bar.set_message(format!("pushing {}", reference.whole()));
-    let result = push_with(image, &reference, &PushOptions { remote }, existing).await;
-    bar.finish_and_clear();
-    result.map_err(push_err)
 }
 
 pub(crate) fn human_size(bytes: u64) -> String {

@@ -19,6 +19,7 @@ use crate::json::arr_at;
 use crate::model::keys;
 use crate::naming::{dns1123_subdomain_problem, manifest_file_name, package_of_csv_name};
 use olmkit_core::csv::Csv;
+use olmkit_core::dockerfile::label_value;
 use olmkit_core::docs::to_yaml;
 use olmkit_core::gojson::sorted_keys;
 use serde_json::{Map, Value};
@@ -151,21 +152,6 @@ pub fn annotations(
         a.push((TEST_CONFIG.to_string(), "tests/scorecard/".to_string()));
     }
     a
-}
-
-fn label_value(v: &str) -> String {
-    let plain = !v.is_empty()
-        && v.chars()
-            .all(|c| !c.is_whitespace() && !matches!(c, '"' | '\\' | '$' | '\''));
-    if plain {
-        v.to_string()
-    } else {
-        let escaped = v
-            .replace('\\', "\\\\")
-            .replace('"', "\\\"")
-            .replace('$', "\\$");
-        format!("\"{escaped}\"")
-    }
 }
 
 /// `bundle.Dockerfile`: LABELs equal to the annotations, COPY sources relative to the bundle

@@ -12,6 +12,5 @@ mod model_rules;
 mod olmv1_render;
 mod props;
 mod real_bundles;
-mod release;
 mod stranded;
 mod templates;

@@ -1,15 +1,18 @@
-//! Release planning and promotion: graphs stay valid, refusals are precise, re-runs are no-ops
-//! and failed writes leave the catalog byte-for-byte unchanged.
+//! Release planning and promotion: graphs stay valid (for any release sequence, and explain
+//! reaches the head), refusals are precise, re-runs are no-ops and failed writes leave the
+//! catalog byte-for-byte unchanged.
 #![allow(clippy::unwrap_used)]
 
 use olmkit_catalog::catalog_dir::{CatalogDir, write_package_update};
+use olmkit_catalog::change::Change;
 use olmkit_catalog::declcfg::{Bundle, DeclarativeConfig, LoadOptions, Property, load_dir};
-use olmkit_catalog::release::{
-    Change, Outcome, PlanReleaseError, ReleaseRequest, SkipRangeMode, csv_edges, plan_promote,
-    plan_release,
-};
 use olmkit_catalog::validate::validate;
+use olmkit_catalog::{explain, graph};
 use olmkit_core::fsio::read_tree;
+use olmkit_release::catalog_plan::{
+    Outcome, PlanReleaseError, ReleaseRequest, SkipRangeMode, csv_edges, plan_promote, plan_release,
+};
+use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 
 fn bundle(v: &str) -> Bundle {
@@ -393,4 +396,61 @@ fn release_repairs_a_missing_package_blob_promotion_does_not() {
         .replaces,
         "memcached-operator.v0.1.0"
     );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_release_sequence_validates_and_explain_reaches_the_head(
+        steps in proptest::collection::vec((0u64..4, 0u64..4, proptest::sample::subsequence(vec!["alpha", "beta", "stable"], 1..3), any::<bool>()), 1..12)
+    ) {
+        let mut cfg = DeclarativeConfig::default();
+        let mut released: Vec<semver::Version> = Vec::new();
+        for (minor, patch, channels, skip_range) in steps {
+            let v = semver::Version::new(0, minor, patch);
+            let bundle = Bundle {
+                schema: "olm.bundle".into(),
+                name: format!("op.v{v}"),
+                package: "op".into(),
+                image: format!("quay.io/x/op-bundle:v{v}"),
+                properties: vec![Property::package("op", &v.to_string())],
+                related_images: vec![],
+                omitted_objects: 0,
+            };
+            let req = ReleaseRequest {
+                bundle,
+                channels: channels.iter().map(|s| s.to_string()).collect(),
+                default_channel: None,
+                skip_range: if skip_range { SkipRangeMode::BelowNew } else { SkipRangeMode::None },
+            };
+            match plan_release(&cfg, &req) {
+                Ok(plan) => {
+                    let report = validate(&plan.catalog, None);
+                    prop_assert!(!report.has_errors(), "{}", report.render_text());
+                    if plan.outcome == Outcome::Changed {
+                        released.push(v.clone());
+                    }
+                    cfg = plan.catalog;
+                }
+                Err(e) => {
+                    // refusals only for versions not above a head, or already released
+                    let msg = e.to_string();
+                    prop_assert!(msg.contains("not greater") || msg.contains("already released"), "{}", msg);
+                }
+            }
+        }
+        for pg in graph::package_graphs(&cfg) {
+            for ch in &pg.channels {
+                let head = ch.head().unwrap().to_string();
+                for n in ch.nodes.iter().filter(|n| n.in_channel) {
+                    for path in [explain::explain_v0(&pg, &ch.name, &n.name).unwrap(), explain::explain_v1(&pg, &ch.name, &n.name).unwrap()] {
+                        prop_assert_eq!(path.final_csv(), head.as_str());
+                        prop_assert!(path.reaches_head && path.missing.is_none());
+                    }
+                }
+            }
+        }
+    }
+
 }

@@ -1,5 +1,5 @@
-//! Release planning and promotion: pure functions from a catalog model to a list of changes,
-//! the updated (validated) catalog and a human-readable plan.
+//! Release and promotion planning: pure functions from a catalog to a list of changes, the
+//! updated (validated) catalog and a human-readable plan.
 //!
 //! Releasing a bundle adds its `olm.bundle` blob and one entry per target channel that
 //! `replaces` the channel's head, so every channel keeps exactly one head and no bundle is
@@ -7,19 +7,21 @@
 //! version that is already released with different content, while the same content in the
 //! same channels is an idempotent no-op (a re-run of a release that succeeded). Promotion adds
 //! an already released bundle to another channel under the same rules. The changes are
-//! returned as [`Change`]s so that the caller can plan on a catalog loaded without bundle
-//! objects and apply them to the full files it rewrites.
+//! returned as olmkit-catalog's [`Change`]s so that the caller can plan on a catalog loaded
+//! without bundle objects and apply them to the full files it rewrites.
 //!
-//! Every lookup (heads, versions, channels, bundles) reads the package's [`crate::model`], the
-//! same one the validator judges; the result is checked by [`crate::validate`].
+//! Every lookup (heads, versions, channels, bundles) reads the package's
+//! [`olmkit_catalog::model`], the same one the validator judges; the result is checked by
+//! [`olmkit_catalog::validate`].
 
-use crate::declcfg::{
+use olmkit_catalog::change::{Change, apply};
+use olmkit_catalog::declcfg::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, SCHEMA_CHANNEL, SCHEMA_PACKAGE,
 };
-use crate::model::{self, Model};
-use crate::property;
-use crate::validate::validate;
-use crate::version_range::VersionRange;
+use olmkit_catalog::model::{self, Model};
+use olmkit_catalog::property;
+use olmkit_catalog::validate::validate;
+use olmkit_catalog::version_range::VersionRange;
 use olmkit_core::findings::Report;
 use semver::Version;
 use std::fmt::Write as _;
@@ -134,37 +136,6 @@ pub struct ReleaseRequest {
     pub skip_range: SkipRangeMode,
 }
 
-/// One change to a catalog.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Change {
-    /// A new package.
-    AddPackage(Package),
-    /// Change the default channel.
-    SetDefaultChannel {
-        /// Package.
-        package: String,
-        /// Previous value.
-        from: String,
-        /// New value.
-        to: String,
-    },
-    /// A new bundle blob.
-    AddBundle(Bundle),
-    /// A new channel (with its first entry).
-    AddChannel(Channel),
-    /// A new entry in an existing channel.
-    AddEntry {
-        /// Package.
-        package: String,
-        /// Channel.
-        channel: String,
-        /// The entry.
-        entry: ChannelEntry,
-        /// Head before the change.
-        old_head: String,
-    },
-}
-
 /// Whether anything changes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -182,7 +153,7 @@ pub struct ReleasePlan {
     /// Bundle concerned.
     pub bundle: String,
     /// Its version.
-    pub version: String,
+    pub version: Version,
     /// The changes, in order.
     pub changes: Vec<Change>,
     /// Changed or no-op.
@@ -275,37 +246,6 @@ fn edges_text(e: &ChannelEntry) -> String {
         let _ = write!(s, " skipRange {:?}", e.skip_range);
     }
     s
-}
-
-/// Applies changes to a catalog (any catalog that holds the package: the graph-only model
-/// used for planning or the full blobs being rewritten).
-pub fn apply(cfg: &mut DeclarativeConfig, changes: &[Change]) {
-    for c in changes {
-        match c {
-            Change::AddPackage(p) => cfg.packages.push(p.clone()),
-            Change::SetDefaultChannel { package, to, .. } => {
-                for p in cfg.packages.iter_mut().filter(|p| &p.name == package) {
-                    p.default_channel = to.clone();
-                }
-            }
-            Change::AddBundle(b) => cfg.bundles.push(b.clone()),
-            Change::AddChannel(ch) => cfg.channels.push(ch.clone()),
-            Change::AddEntry {
-                package,
-                channel,
-                entry,
-                ..
-            } => {
-                if let Some(ch) = cfg
-                    .channels
-                    .iter_mut()
-                    .find(|c| &c.package == package && &c.name == channel)
-                {
-                    ch.entries.push(entry.clone());
-                }
-            }
-        }
-    }
 }
 
 fn version_of_blob(b: &Bundle) -> Result<(String, Version), PlanReleaseError> {
@@ -516,7 +456,7 @@ fn finish(
     Ok(ReleasePlan {
         package: package.to_string(),
         bundle: bundle.to_string(),
-        version: version.to_string(),
+        version: version.clone(),
         outcome: if changes.is_empty() {
             Outcome::NoOp
         } else {
