@@ -492,7 +492,7 @@ fn generated_dockerfiles_describe_the_same_images() {
     let df = std::fs::read_to_string(&df_path).unwrap();
     let cfg = skopeo_inspect(&layout, "cat", true);
     let ins = parse_instructions(&df);
-    let labels = olmkit_bundle::load::parse_dockerfile_labels(&df);
+    let labels = olmkit_core::dockerfile::parse_labels(&df);
     for (k, v) in &labels {
         assert_eq!(cfg["config"]["Labels"][k], serde_json::json!(v), "{k}");
     }
@@ -574,7 +574,7 @@ fn generated_dockerfiles_describe_the_same_images() {
         assert!(bpaths.contains(dest.trim_end_matches('/')), "{dest}");
     }
     let bcfg = skopeo_inspect(&layout, "b", true);
-    for (k, v) in olmkit_bundle::load::parse_dockerfile_labels(&bdf) {
+    for (k, v) in olmkit_core::dockerfile::parse_labels(&bdf) {
         assert_eq!(bcfg["config"]["Labels"][&k], serde_json::json!(v), "{k}");
     }
     // A Dockerfile that drifted is reported (the image follows annotations.yaml).

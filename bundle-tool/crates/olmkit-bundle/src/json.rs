@@ -5,9 +5,6 @@
 
 use serde_json::{Map, Value};
 
-/// The string at `pointer`, if there is one (olmkit-core's, the one lenient reader).
-pub use olmkit_core::csv::str_at;
-
 /// The array at `pointer`, or an empty slice.
 pub fn arr_at<'a>(v: &'a Value, pointer: &str) -> &'a [Value] {
     v.pointer(pointer)

@@ -144,7 +144,7 @@ fn rel(root: &Path, p: &Path) -> String {
 }
 
 /// Parses the `LABEL` instructions of a Dockerfile (the grammar's home is olmkit-core).
-pub use olmkit_core::dockerfile::parse_labels as parse_dockerfile_labels;
+use olmkit_core::dockerfile::parse_labels as parse_dockerfile_labels;
 
 /// Loads the bundle in `dir`. What had to be read leniently (duplicate keys...) is kept in
 /// [`Bundle::load_warnings`] and also reported with [`olmkit_core::docs::warn`], so that every

@@ -31,6 +31,7 @@ pub mod server;
 pub mod service;
 pub mod split;
 pub mod transport;
+pub mod watch;
 
 pub mod pb;
 

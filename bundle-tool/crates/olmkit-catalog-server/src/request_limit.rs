@@ -17,7 +17,7 @@
 //!   and [`crate::transport`] cancels it after the stall timeout: the body then fails, also in
 //!   a handler's own task, which frees its bytes and lets h2 reset the stream.
 
-use crate::transport::StreamWatch;
+use crate::watch::StreamWatch;
 use bytes::{Buf, Bytes};
 use http_body::{Body, Frame, SizeHint};
 use std::pin::Pin;

@@ -359,7 +359,7 @@ pub fn catalog_from_bundles_lenient(
             }
         };
         let edges = crate::render::declared_edges(dir);
-        let version = crate::validate::bundle_version(&blob);
+        let version = crate::model::bundle_version(&blob);
         for ch in dir.channels() {
             channels
                 .entry((blob.package.clone(), ch))
@@ -407,7 +407,7 @@ pub fn catalog_from_bundles_lenient(
     let versions: BTreeMap<String, semver::Version> = cfg
         .bundles
         .iter()
-        .filter_map(|b| crate::validate::bundle_version(b).map(|v| (b.name.clone(), v)))
+        .filter_map(|b| crate::model::bundle_version(b).map(|v| (b.name.clone(), v)))
         .collect();
     for ((package, name), mut entries) in channels {
         if mode == UpdateGraph::SemverMode {

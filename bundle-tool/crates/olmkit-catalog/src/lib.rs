@@ -7,7 +7,7 @@
 //! - [`model`]: the catalog as packages, channels (with their resolved upgrade graphs) and
 //!   bundles, converted from the blobs like opm's `ConvertToModel` (problems are recorded, not
 //!   fatal); [`validate`]: every rule `opm validate` enforces, as findings over the model (a
-//!   `RULES` table, one file per area, no I/O); [`version_range`]: blang/semver skipRanges.
+//!   `RULES` table, one file per area, no I/O); skipRanges are [`olmkit_core::version_range`].
 //! - [`render`]: registry+v1 bundle directory to `olm.bundle` (opm's rules in [`render_opm`],
 //!   with Go's unstable sort in [`gosort`]); [`template`]: basic and semver catalog templates.
 //! - [`declcfg::opm`]: what `opm render` does to a catalog between reading and printing it.
@@ -34,4 +34,3 @@ pub mod render;
 pub mod render_opm;
 pub mod template;
 pub mod validate;
-pub mod version_range;

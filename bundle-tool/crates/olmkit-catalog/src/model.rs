@@ -12,7 +12,7 @@
 
 use crate::declcfg::{self, DeclarativeConfig, load::Origins};
 use crate::property::{self, PropertyShapeError};
-use crate::version_range::VersionRange;
+use olmkit_core::version_range::VersionRange;
 use semver::Version;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};

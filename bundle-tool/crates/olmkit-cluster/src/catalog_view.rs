@@ -288,7 +288,7 @@ impl PackageView {
             .config
             .bundles
             .iter()
-            .filter_map(|b| Some((b.name.clone(), olmkit_catalog::validate::bundle_version(b)?)))
+            .filter_map(|b| Some((b.name.clone(), olmkit_catalog::model::bundle_version(b)?)))
             .collect();
         if !versions
             .iter()

@@ -16,7 +16,7 @@
 //! 1. to an explicit path ([`OperatorImageInputs::binary_path`], `--path /manager`: absolute,
 //!    normalized, no `.` or `..`), or `/usr/local/bin/<binary_name>` (`--name`);
 //! 2. where the CSV's manager container command points ([`ManagerCommand`], which the caller
-//!    fills from the container olmkit-bundle's `manager_container` rule picks): an absolute `command[0]` is the path
+//!    fills from the container olmkit-core's `csv::manager_container` rule picks): an absolute `command[0]` is the path
 //!    itself; a bare name (`manager`) is looked up through the image's `PATH`, so the binary
 //!    goes to `/usr/local/bin/<name>`; a relative path with a `/` is taken from the container's
 //!    `workingDir` (default `/`). A shell (`/bin/sh -c ...`) is refused: the image has none;

@@ -21,8 +21,8 @@ use olmkit_catalog::declcfg::{
 use olmkit_catalog::model::{self, Model};
 use olmkit_catalog::property;
 use olmkit_catalog::validate::validate;
-use olmkit_catalog::version_range::VersionRange;
 use olmkit_core::findings::Report;
+use olmkit_core::version_range::VersionRange;
 use semver::Version;
 use std::fmt::Write as _;
 use thiserror::Error;

@@ -6,10 +6,11 @@
 
 use crate::catalog_plan::Outcome;
 use crate::publish::Published;
+use crate::recover::{common_root, normalize};
 use crate::{Event, Progress, Release, ReleaseConfig, Stage};
 use olmkit_catalog::catalog_dir::{WriteCatalogError, stage_package_update};
 use olmkit_core::fsio::{Changeset, WriteOutputError};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 /// Writing the release failed; the changeset left the tree as it was.
@@ -120,33 +121,6 @@ impl Release {
         }
         cs.commit().map_err(|e| CommitError::Write(Box::new(e)))
     }
-}
-
-/// `path` made absolute and with `.` and `..` resolved lexically.
-pub(crate) fn normalize(path: &Path) -> std::io::Result<PathBuf> {
-    let abs = std::path::absolute(path)?;
-    let mut out = PathBuf::new();
-    for c in abs.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    Ok(out)
-}
-
-/// The deepest directory holding both `a` and `b` (both made absolute): the root of the
-/// release's changeset, and so where an interrupted release leaves its journal.
-pub(crate) fn common_root(a: &Path, b: &Path) -> std::io::Result<PathBuf> {
-    let (a, b) = (normalize(a)?, normalize(b)?);
-    Ok(a.components()
-        .zip(b.components())
-        .take_while(|(x, y)| x == y)
-        .map(|(x, _)| x.as_os_str().to_owned())
-        .collect())
 }
 
 #[cfg(test)]

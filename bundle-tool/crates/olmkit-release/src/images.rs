@@ -1,12 +1,12 @@
-//! Stage 5, build ([`Validated::build`] → [`Built`]): the operator, bundle and catalog images
-//! of the release, through olmkit-image, each from a staged copy of what it packs (the bundle
+//! The images of a release (built in stage 5, [`crate::build`]): the operator, bundle and
+//! catalog images, through olmkit-image, each from a staged copy of what it packs (the bundle
 //! as generated, the catalog with the release applied), so nothing under `bundle/` or the
 //! catalog is written before the commit. The catalog entries are planned between
 //! [`bundle_step`] and [`catalog_step`] ([`crate::plan::plan_catalog`]): they name the bundle
 //! image, by digest with `--use-image-digests`, and the catalog image packs them.
 //!
 //! olmkit-image knows nothing of bundles: this module hands it plain data, the manager
-//! container's command ([`manager_command_of_csv`], olmkit-bundle's manager-container rule)
+//! container's command ([`crate::manager`])
 //! and the bundle's annotations and `bundle.Dockerfile` ([`bundle_image_inputs`]).
 //!
 //! With `--use-image-digests` the operator image is built before generation instead
@@ -21,16 +21,16 @@
 //! path the image lacks.
 
 use crate::catalog_plan::{Outcome, ReleasePlan};
-use crate::plan::{Decisions, PlanError, later_versions, plan_catalog};
-use crate::validate::Validated;
-use crate::{Event, Progress, Release, ReleaseConfig, Stage};
+use crate::manager::manager_command_of_csv;
+use crate::plan::{Decisions, PlanError, later_versions};
+use crate::{Event, Progress, ReleaseConfig};
 use olmkit_bundle::LoadBundleError;
-use olmkit_bundle::generate::{GeneratedBundle, ManagerContainer, manager_container};
+use olmkit_bundle::generate::GeneratedBundle;
 use olmkit_catalog::catalog_dir::{CatalogDir, WriteCatalogError, stage_package_update};
 use olmkit_core::fsio::{Changeset, WriteOutputError};
 use olmkit_image::build::{BuildImageError, Image};
 use olmkit_image::images::{
-    BundleImageInputs, CatalogImageInputs, CatalogServer, HealthProbe, ManagerCommand, OciLabels,
+    BundleImageInputs, CatalogImageInputs, CatalogServer, HealthProbe, OciLabels,
     OperatorImageCheckError, OperatorImageInputs, build_bundle_image, build_catalog_image,
     build_operator_image, check_operator_image,
 };
@@ -171,70 +171,6 @@ pub struct ImageSet {
     pub(crate) staging: Vec<tempfile::TempDir>,
 }
 
-/// A release with its images built and its catalog changes planned: the fifth stage, which
-/// [`Built::publish`](crate::publish) publishes. With `--plan` it is the last one: its
-/// [`Release`] is what would be released.
-#[derive(Debug)]
-pub struct Built {
-    pub(crate) config: ReleaseConfig,
-    pub(crate) release: Release,
-}
-
-impl Built {
-    /// The release as decided.
-    pub fn release(&self) -> &Release {
-        &self.release
-    }
-}
-
-impl Validated {
-    /// Builds the operator (unless built for the CSV already) and bundle images, plans the
-    /// catalog entries naming the bundle image, then builds the catalog image; checks the
-    /// operator image against the CSV.
-    pub fn build(self, progress: &mut Progress<'_>) -> Result<Built, ImagesError> {
-        let Validated {
-            config,
-            catalog,
-            decisions,
-            mut images,
-            bundle,
-            checked,
-        } = self;
-        if config.images_on() {
-            progress(Event::Stage(Stage::Images));
-        }
-        let bundle_ref = bundle_step(&config, &decisions, &bundle, &mut images, progress)?;
-        check_operator(&images, &checked.loaded)?;
-        let image_in_catalog = match &decisions.recorded_image {
-            // A released version keeps the bundle image its catalog entry names.
-            Some(image) => image.clone(),
-            None => bundle_ref.ok_or_else(|| no_repo(ImageKind::Bundle))?,
-        };
-        let plan = plan_catalog(&decisions, &catalog, &checked.loaded, &image_in_catalog)
-            .map_err(|e| ImagesError::CatalogPlan(Box::new(e)))?;
-        catalog_step(&config, &decisions, &catalog, &plan, &mut images, progress)?;
-        let mut notes = bundle.notes.clone();
-        notes.extend(checked.notes);
-        notes.extend(images.notes);
-        let release = Release {
-            package: decisions.package,
-            version: decisions.version,
-            csv_name: bundle.csv_name.clone(),
-            bundle_dir: decisions.bundle_dir,
-            generated: bundle,
-            bundle_unchanged: checked.bundle_unchanged,
-            plan,
-            catalog,
-            report: checked.report,
-            notes,
-            images: images.images,
-            skipped_catalog: images.skipped_catalog,
-            _staging: images.staging,
-        };
-        Ok(Built { config, release })
-    }
-}
-
 /// With `--use-image-digests` (and images on), builds the operator image now, since the CSV
 /// names it by digest; returns the reference the manager's containers get (by tag otherwise).
 pub(crate) fn operator_image_for_csv(
@@ -298,43 +234,6 @@ pub(crate) fn check_operator(
         )
     });
     check_operator_image(&op.image, manager.as_ref()).map_err(|e| ImagesError::Check(Box::new(e)))
-}
-
-/// The manager container's command in a ClusterServiceVersion `csv` (read from `file`), by
-/// olmkit-bundle's manager-container rule; `None` when it has no command (the pod runs the
-/// image's entrypoint) or no Deployment.
-pub fn manager_command_of_csv(
-    csv: &serde_json::Value,
-    file: impl Into<String>,
-) -> Option<ManagerCommand> {
-    let deployments = csv
-        .pointer("/spec/install/spec/deployments")
-        .and_then(serde_json::Value::as_array)?;
-    let c = manager_container(deployments.iter())?;
-    manager_command_of_container(
-        &c,
-        &format!(
-            "spec.install.spec.deployments[{}].spec.template.spec.containers[{}]",
-            c.deployment, c.index
-        ),
-        file,
-    )
-}
-
-/// The command of a manager container found at `prefix` (a field path) in `file`; `None`
-/// when it has none.
-pub(crate) fn manager_command_of_container(
-    c: &ManagerContainer<'_>,
-    prefix: &str,
-    file: impl Into<String>,
-) -> Option<ManagerCommand> {
-    let program = c.command()?.first()?.to_string();
-    Some(ManagerCommand {
-        program,
-        working_dir: c.working_dir().map(str::to_string),
-        field: format!("{prefix}.command[0]"),
-        file: file.into(),
-    })
 }
 
 /// The bundle image's inputs for the bundle directory `dir`: olmkit-bundle's loader reads its
@@ -638,29 +537,6 @@ mod tests {
         // A catalog that does not exist yet stages as an empty directory.
         copy_tree(&tmp.path().join("none"), &tmp.path().join("empty")).unwrap();
         assert!(tmp.path().join("empty").is_dir());
-    }
-
-    #[test]
-    fn the_manager_command_of_a_csv_names_its_field() {
-        let csv = |containers: serde_json::Value| {
-            serde_json::json!({"kind": "ClusterServiceVersion", "spec": {"install": {"spec": {
-                "deployments": [{"name": "controller-manager", "spec": {"template": {
-                    "spec": {"containers": containers}
-                }}}]
-            }}}})
-        };
-        let with_command = csv(serde_json::json!([
-            {"name": "proxy", "image": "p:1", "command": ["/proxy"]},
-            {"name": "manager", "image": "m:1", "command": ["/manager"], "args": ["--leader-elect"]}
-        ]));
-        let cmd = manager_command_of_csv(&with_command, "bundle/x.csv.yaml").unwrap();
-        assert_eq!(cmd.program, "/manager");
-        assert_eq!(
-            cmd.what(),
-            "bundle/x.csv.yaml: field spec.install.spec.deployments[0].spec.template.spec.containers[1].command[0]"
-        );
-        let plain = csv(serde_json::json!([{"name": "manager", "image": "m:1"}]));
-        assert_eq!(manager_command_of_csv(&plain, "x"), None);
     }
 
     #[test]

@@ -42,10 +42,13 @@
 //! and warnings through an [`Event`] callback, and its errors carry their `hint:` lines
 //! ([`ReleaseError::hints`]).
 
+pub mod build;
 pub mod catalog_plan;
 pub mod commit;
 pub mod generate;
 pub mod images;
+pub mod inputs;
+pub mod manager;
 pub mod open;
 pub mod plan;
 pub mod promote;
@@ -62,9 +65,10 @@ use std::fmt;
 use std::path::PathBuf;
 use thiserror::Error;
 
+pub use build::Built;
 pub use commit::{CommitError, Committed};
 pub use generate::{GenerateError, Generated};
-pub use images::{Built, BuiltImage, ImageKind, ImagesError};
+pub use images::{BuiltImage, ImageKind, ImagesError};
 pub use open::{OpenError, Opened, open};
 pub use plan::{PlanError, Planned};
 pub use publish::{Published, ReleasePublishError};
@@ -263,7 +267,7 @@ pub enum ReleaseError {
 impl From<PlanError> for ReleaseError {
     fn from(e: PlanError) -> Self {
         match e {
-            PlanError::InputSizes(v) => ReleaseError::Validate(*v),
+            PlanError::InputSizes(v) => ReleaseError::Validate(ValidateError::ObjectTooLarge(v)),
             other => ReleaseError::Plan(other),
         }
     }

@@ -21,8 +21,8 @@ use crate::catalog_plan::{
     PlanReleaseError, ReleasePlan, ReleaseRequest, SkipRangeMode, csv_edges, plan_release,
     skip_range_for,
 };
+use crate::inputs::{ObjectTooLarge, check_input_sizes};
 use crate::open::Opened;
-use crate::validate::{ValidateError, check_input_sizes};
 use crate::{Hinted, ReleaseConfig};
 use olmkit_bundle::generate::collect::collect;
 use olmkit_bundle::generate::{GenerateBundleError, GenerateInputs, GenerateOptions, metadata};
@@ -52,7 +52,7 @@ pub enum PlanError {
     /// An input object is larger than etcd stores (checked before anything else is read
     /// from the inputs; a validation error, as the release reports it).
     #[error(transparent)]
-    InputSizes(Box<ValidateError>),
+    InputSizes(Box<ObjectTooLarge>),
     /// The manifests name no package (read as the generator reads it).
     #[error(transparent)]
     Generate(Box<GenerateBundleError>),
@@ -147,10 +147,7 @@ impl PlanError {
 
     /// False only for the edge mismatch, which is a bug.
     pub fn is_user_error(&self) -> bool {
-        match self {
-            PlanError::InputSizes(e) => e.is_user_error(),
-            e => !matches!(e, PlanError::EdgeMismatch { .. }),
-        }
+        !matches!(self, PlanError::EdgeMismatch { .. })
     }
 }
 
@@ -370,7 +367,7 @@ pub fn names_registry(reference: &str) -> bool {
 fn manager_command(inputs: &GenerateInputs) -> Option<ManagerCommand> {
     let c = inputs.manager_container()?;
     let doc = inputs.manifests.iter().find(|d| d.kind() == "Deployment")?;
-    crate::images::manager_command_of_container(
+    crate::manager::manager_command_of_container(
         &c,
         &format!("spec.template.spec.containers[{}]", c.index),
         format!(
@@ -454,7 +451,7 @@ fn released_bundle<'a>(
 ) -> Option<&'a olmkit_catalog::declcfg::Bundle> {
     cfg.bundles.iter().find(|b| {
         b.package == package
-            && olmkit_catalog::validate::bundle_version(b)
+            && olmkit_catalog::model::bundle_version(b)
                 .is_some_and(|v| v.cmp_precedence(version).is_eq())
     })
 }
@@ -504,7 +501,7 @@ pub fn later_versions(cfg: &DeclarativeConfig, package: &str, version: &Version)
         .bundles
         .iter()
         .filter(|b| b.package == package)
-        .filter_map(olmkit_catalog::validate::bundle_version)
+        .filter_map(olmkit_catalog::model::bundle_version)
         .filter(|v| v.cmp_precedence(version).is_gt())
         .collect();
     out.sort();

@@ -5,7 +5,7 @@
 //! moves no tag. Nothing under `bundle/` or the catalog is written here: a failure leaves them
 //! as they were, and the next run publishes again.
 
-use crate::images::Built;
+use crate::build::Built;
 use crate::{Release, ReleaseConfig};
 use olmkit_image::layout::WriteLayoutError;
 use olmkit_image::publish::{LayoutPublisher, Named, PublishError, Publisher};

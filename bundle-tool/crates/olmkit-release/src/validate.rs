@@ -8,9 +8,10 @@
 
 use crate::generate::Generated;
 use crate::images::ImageSet;
+use crate::inputs::{MAX_STORED_OBJECT_BYTES, ObjectTooLarge, json_size};
 use crate::plan::Decisions;
 use crate::{Event, Progress, ReleaseConfig, Stage};
-use olmkit_bundle::generate::{GenerateInputs, GeneratedBundle};
+use olmkit_bundle::generate::GeneratedBundle;
 use olmkit_bundle::{Bundle, LoadBundleError};
 use olmkit_catalog::catalog_dir::CatalogDir;
 use olmkit_core::Report;
@@ -21,23 +22,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-/// The largest object the API server can store: etcd's default request limit
-/// (`--max-request-bytes`, 1.5 MiB), which an object's JSON must fit in.
-pub const MAX_STORED_OBJECT_BYTES: usize = 1_572_864;
-
 /// The bundle cannot be released.
 #[derive(Debug, Error)]
 pub enum ValidateError {
-    /// An input object is larger than etcd stores.
-    #[error(
-        "{document} is {size} bytes as JSON, more than the {MAX_STORED_OBJECT_BYTES} bytes (1.5 MiB) etcd stores in one object (its default --max-request-bytes): no API server accepts it, so it cannot be released"
-    )]
-    ObjectTooLarge {
-        /// `<file> document <n> (<Kind> <name>)`.
-        document: String,
-        /// Its size as compact JSON.
-        size: usize,
-    },
+    /// An input object is larger than etcd stores (found by planning, reported as a
+    /// validation error).
+    #[error(transparent)]
+    ObjectTooLarge(Box<ObjectTooLarge>),
     /// The released bundle the new one replaces cannot be read (for upgrade safety).
     #[error("cannot read the released bundle {replaces} replaces: {error}")]
     Previous {
@@ -96,10 +87,7 @@ impl ValidateError {
                     dir.display()
                 ),
             ],
-            ValidateError::ObjectTooLarge { .. } => vec![
-                "shrink it (a ConfigMap's data belongs in an image or a volume; for CRDs, drop descriptions with controller-gen crd:maxDescLen=0)".into(),
-                "nothing was released".into(),
-            ],
+            ValidateError::ObjectTooLarge(e) => e.hints(),
             ValidateError::Load(_) | ValidateError::Read(_) => Vec::new(),
         }
     }
@@ -108,25 +96,6 @@ impl ValidateError {
     pub fn is_user_error(&self) -> bool {
         !matches!(self, ValidateError::Load(_) | ValidateError::Read(_))
     }
-}
-
-/// Refuses input objects larger than etcd stores, naming the document (file, position, kind
-/// and name), before anything is generated.
-pub fn check_input_sizes(inputs: &GenerateInputs) -> Result<(), ValidateError> {
-    for d in inputs.manifests.iter().chain(&inputs.base_csv) {
-        let size = json_size(&d.object);
-        if size > MAX_STORED_OBJECT_BYTES {
-            return Err(ValidateError::ObjectTooLarge {
-                document: d.label(),
-                size,
-            });
-        }
-    }
-    Ok(())
-}
-
-fn json_size(v: &serde_json::Value) -> usize {
-    serde_json::to_vec(v).map_or(0, |v| v.len())
 }
 
 /// The generated bundle's objects over [`MAX_STORED_OBJECT_BYTES`] (a CSV that grew with its

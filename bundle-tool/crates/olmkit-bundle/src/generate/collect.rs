@@ -9,10 +9,11 @@
 
 use super::GenerateBundleError;
 use super::supported::{bundle_kinds_list, is_bundle_kind};
-use crate::json::{arr_at, str_at, type_name};
+use crate::json::{arr_at, type_name};
 use crate::kinds;
 use crate::model::Manifest;
 use olmkit_core::csv::DeploymentSpec;
+use olmkit_core::csv::str_at;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 

@@ -13,8 +13,9 @@ use super::collect::{Collected, Crd};
 use super::rbac::{Permission, RbacSplit};
 use super::webhooks::{OLM_CERT_MOUNT_PATHS, Webhooks};
 use super::{GenerateOptions, Improvement, Settings};
-use crate::json::{as_obj_mut, child_obj, str_at, string_map};
+use crate::json::{as_obj_mut, child_obj, string_map};
 use crate::naming::csv_name;
+use olmkit_core::csv::str_at;
 use olmkit_core::csv::{
     ALM_EXAMPLES, CrdDescription, Csv, DeploymentSpec, InstallMode, SKIP_RANGE,
 };

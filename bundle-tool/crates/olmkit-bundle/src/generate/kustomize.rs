@@ -135,7 +135,7 @@ fn pluralize(word: &str) -> String {
     }
 }
 
-use crate::json::str_at;
+use olmkit_core::csv::str_at;
 use olmkit_core::csv::{CrdDescription, Csv};
 
 /// The CRD of `api`, and its version's schema description.

@@ -441,7 +441,7 @@ fn metadata_files(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::parse_dockerfile_labels;
+    use olmkit_core::dockerfile::parse_labels as parse_dockerfile_labels;
 
     #[test]
     fn dockerfile_labels_round_trip() {

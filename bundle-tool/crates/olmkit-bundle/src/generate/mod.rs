@@ -95,7 +95,7 @@ impl GenerateInputs {
 
 /// The manager-container rule lives with the CSV view, which it reads (both kinds of
 /// deployments keep their pod template at `/spec/template`).
-pub use olmkit_core::csv::{DEFAULT_CONTAINER_ANNOTATION, ManagerContainer, manager_container};
+use olmkit_core::csv::{ManagerContainer, manager_container};
 
 /// The image of the operator's manager: the `image` of [`manager_container`].
 pub fn manager_image<'a>(
@@ -458,6 +458,7 @@ pub fn generate_bundle_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use olmkit_core::csv::DEFAULT_CONTAINER_ANNOTATION;
     use serde_json::json;
 
     fn deployment(annotation: Option<&str>, names: &[&str]) -> serde_json::Value {

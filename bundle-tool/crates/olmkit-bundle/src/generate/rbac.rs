@@ -21,7 +21,8 @@
 
 use super::collect::Collected;
 use super::{Improvement, Settings};
-use crate::json::{arr_at, str_at};
+use crate::json::arr_at;
+use olmkit_core::csv::str_at;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 

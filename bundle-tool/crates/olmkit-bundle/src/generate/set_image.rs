@@ -10,7 +10,7 @@
 //! - `NAME=IMAGE` (kustomize's `<image>=<newimage>[:<newtag>|@<digest>]`) does exactly that to
 //!   every pod template of the manifests;
 //! - a bare `IMAGE` (what `$(IMG)` is) sets the operator's manager container, found by the one
-//!   rule ([`super::manager_container`]), whatever its current image is called.
+//!   rule ([`olmkit_core::csv::manager_container`]), whatever its current image is called.
 //!
 //! The CSV's `containerImage` annotation, which kustomize never touches and operator-sdk keeps
 //! from the base (so it goes stale), is set to the manager's new image when the base has one;

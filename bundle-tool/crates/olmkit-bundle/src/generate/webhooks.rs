@@ -24,8 +24,9 @@
 
 use super::GenerateBundleError;
 use super::collect::{AdmissionWebhook, Collected, Crd};
-use crate::json::{arr_at, str_at, string_map};
+use crate::json::{arr_at, string_map};
 use crate::model::Manifest;
+use olmkit_core::csv::str_at;
 use olmkit_core::csv::{DeploymentSpec, WebhookDefinition};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};

@@ -11,10 +11,11 @@
 
 use super::rules::{CRD_CONVERSION, CRD_SCHEMA, CRD_VERSIONS, KUBE_SCHEMA};
 use super::{Ctx, name_problem};
-use crate::json::{arr_at, str_at};
+use crate::json::arr_at;
 use crate::model::Manifest;
 use crate::schemas;
 use olmkit_core::Rule;
+use olmkit_core::csv::str_at;
 use olmkit_core::k8s_name;
 use serde_json::Value;
 

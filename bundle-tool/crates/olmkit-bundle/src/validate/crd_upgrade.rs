@@ -29,7 +29,8 @@
 //! and its `status.storedVersions`.
 
 use super::crd::defaulted_scope;
-use crate::json::{arr_at, str_at};
+use crate::json::arr_at;
+use olmkit_core::csv::str_at;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -15,10 +15,11 @@ use super::rules::{
     CSV_OWNED_CRDS, CSV_PACKAGE, CSV_REPLACES, CSV_REQUIRED, CSV_SCHEMA, CSV_SKIP_RANGE, CSV_SKIPS,
     CSV_VERSION, CSV_WEBHOOKS,
 };
-use crate::json::{arr_at, str_at};
+use crate::json::arr_at;
 use crate::naming::{package_of_csv_name, parse_csv_name};
 use crate::schemas;
 use olmkit_core::Rule;
+use olmkit_core::csv::str_at;
 use olmkit_core::csv::{ALM_EXAMPLES, Csv};
 use olmkit_core::version_range::VersionRange;
 use serde_json::Value;

@@ -13,11 +13,11 @@ use super::rules::{
     MANIFEST_SIZE, YAML_SYNTAX,
 };
 use super::{Ctx, name_problem};
-use crate::json::str_at;
 use crate::kinds;
 use crate::model::{Manifest, keys};
 use flate2::Compression;
 use flate2::write::GzEncoder;
+use olmkit_core::csv::str_at;
 use olmkit_core::k8s_name;
 use std::collections::BTreeMap;
 use std::io::Write;

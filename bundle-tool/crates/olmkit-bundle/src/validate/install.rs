@@ -9,8 +9,9 @@
 
 use super::rules::{INSTALL_DEPLOYMENTS, INSTALL_PERMISSIONS, INSTALL_SERVICE_ACCOUNTS};
 use super::{Ctx, name_problem};
-use crate::json::{arr_at, str_at, string_map};
+use crate::json::{arr_at, string_map};
 use crate::schemas;
+use olmkit_core::csv::str_at;
 use olmkit_core::csv::{Csv, CsvDeployment, DeploymentSpec};
 use olmkit_core::k8s_name;
 use std::collections::BTreeSet;

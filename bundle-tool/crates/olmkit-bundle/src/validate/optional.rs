@@ -5,7 +5,8 @@
 
 use super::Ctx;
 use super::rules::{GOOD_PRACTICES, OPERATORHUB};
-use crate::json::{arr_at, str_at};
+use crate::json::arr_at;
+use olmkit_core::csv::str_at;
 use serde_json::Value;
 
 const CAPABILITIES: &[&str] = &[

@@ -10,8 +10,9 @@
 use super::Ctx;
 use super::format::parse_tolerant;
 use super::rules::REMOVED_API;
-use crate::json::{arr_at, str_at};
+use crate::json::arr_at;
 use olmkit_core::csv::Csv;
+use olmkit_core::csv::str_at;
 use serde_json::Value;
 use std::collections::BTreeMap;
 

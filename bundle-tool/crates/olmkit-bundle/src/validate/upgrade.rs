@@ -14,8 +14,9 @@ use super::crd_upgrade::{
     CRD_RULES, CrdView, Refusal, same_version_changes, served_version_changes,
 };
 use super::rules::{CRD_UPGRADE, UPGRADE_EDGE};
-use crate::json::{arr_at, str_at};
+use crate::json::arr_at;
 use crate::model::Bundle;
+use olmkit_core::csv::str_at;
 use olmkit_core::version_range::VersionRange;
 
 /// Where a refusal points in the new CRD: the version's schema, or the CRD field.

@@ -8,8 +8,8 @@ use super::rules::{
 };
 use crate::declcfg;
 use crate::model::{Channel, Model};
-use crate::version_range::VersionRange;
 use olmkit_core::Findings;
+use olmkit_core::version_range::VersionRange;
 
 /// A channel of a package without `olm.package` blob (`ConvertToModel`).
 pub(super) fn unknown_package(out: &mut Findings, file: Option<&str>, c: &declcfg::Channel) {

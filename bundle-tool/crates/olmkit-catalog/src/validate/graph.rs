@@ -7,9 +7,9 @@ use super::object_path;
 use super::rules::{CHANNEL_EMPTY, CHANNEL_HEAD, REPLACES_CYCLE, STRANDED_BUNDLE};
 use crate::declcfg;
 use crate::model::{Channel, Package, channel_heads};
-use crate::version_range::VersionRange;
 use olmkit_core::Findings;
 use olmkit_core::findings::Finding;
+use olmkit_core::version_range::VersionRange;
 use std::collections::{HashMap, HashSet};
 
 /// The graph rules for one channel of the model, with the versions opm's model holds.

@@ -19,7 +19,6 @@ mod deprecation;
 mod graph;
 mod package;
 
-pub use crate::model::{bundle_version, channel_heads};
 pub use bundle::image_pullspec_error;
 pub use graph::check_channel_graph;
 

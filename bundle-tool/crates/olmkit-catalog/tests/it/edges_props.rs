@@ -9,8 +9,8 @@ use olmkit_catalog::declcfg::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property,
 };
 use olmkit_catalog::graph::{EdgeKind, package_graphs};
-use olmkit_catalog::version_range::VersionRange;
 use olmkit_catalog::{explain, graph};
+use olmkit_core::version_range::VersionRange;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 

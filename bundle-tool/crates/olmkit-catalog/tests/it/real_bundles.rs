@@ -6,7 +6,7 @@ use olmkit_catalog::catalog_dir::{UpdateGraph, catalog_from_bundles, find_bundle
 use olmkit_catalog::declcfg::{ChannelEntry, DeclarativeConfig};
 use olmkit_catalog::render::{ImageRefTemplate, RenderOptions};
 use olmkit_catalog::template::{self, BundlesByImage};
-use olmkit_catalog::{graph, property, validate};
+use olmkit_catalog::{graph, model, property, validate};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -77,7 +77,7 @@ fn channels_of(cfg: &DeclarativeConfig) -> BTreeMap<String, Vec<ChannelEntry>> {
                     cfg.bundles
                         .iter()
                         .find(|x| x.name == n)
-                        .and_then(validate::bundle_version)
+                        .and_then(model::bundle_version)
                         .unwrap()
                 };
                 v(&a.name).cmp_precedence(&v(&b.name))
@@ -93,7 +93,7 @@ fn heads_of(cfg: &DeclarativeConfig) -> BTreeMap<String, Vec<String>> {
         .map(|c| {
             (
                 c.name.clone(),
-                validate::channel_heads(c)
+                model::channel_heads(c)
                     .into_iter()
                     .map(String::from)
                     .collect(),

@@ -13,7 +13,7 @@
 //! next to its catalog: [`find_bundle_dir`] finds the one whose CSV is the chosen bundle.
 
 use crate::catalog_view::PackageView;
-use olmkit_catalog::version_range::VersionRange;
+use olmkit_core::version_range::VersionRange;
 use semver::Version;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -92,7 +92,7 @@ pub fn choose_bundle(
                 .as_ref()
                 .is_none_or(|names| names.contains(&b.name))
         })
-        .filter_map(|b| Some((b, olmkit_catalog::validate::bundle_version(b)?)))
+        .filter_map(|b| Some((b, olmkit_catalog::model::bundle_version(b)?)))
         .filter(|(_, v)| match &constraint {
             Some((_, Some(r))) => r.contains(v),
             _ => true,
