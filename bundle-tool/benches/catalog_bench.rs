@@ -14,8 +14,9 @@
 use base64::Engine;
 use olmkit_catalog::catalog_dir::{CatalogDir, write_package_update};
 use olmkit_catalog::declcfg::{
-    Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property, WriteFormat,
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, WriteFormat,
 };
+use olmkit_catalog::property::Property;
 use olmkit_release::catalog_plan::{ReleaseRequest, SkipRangeMode, plan_release};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};

@@ -567,7 +567,8 @@ pub fn channel_heads(c: &declcfg::Channel) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::declcfg::{ChannelEntry, Property};
+    use crate::declcfg::ChannelEntry;
+    use crate::property::Property;
 
     fn entry(name: &str, replaces: &str, skips: &[&str], range: &str) -> ChannelEntry {
         ChannelEntry {

@@ -3,10 +3,44 @@
 //! Properties stay `{type, value}` JSON in the blobs (unknown types pass through untouched);
 //! this module names the types and parses or builds the values the tool works with.
 
-use crate::declcfg::Property;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
+
+/// A property of a package, channel or bundle: `{type, value}` with a free-form value.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Property {
+    /// Property type, e.g. `olm.package` or `olm.gvk`.
+    #[serde(rename = "type", default)]
+    pub type_: String,
+    /// The value, kept as JSON (its key order is preserved).
+    #[serde(default)]
+    pub value: Value,
+    /// The value is written with `<`, `>` and `&` as `\u003c`, `\u003e`, `\u0026` in its
+    /// strings. opm copies a bundle's `metadata/properties.yaml` values as the raw JSON that
+    /// Go's YAML-to-JSON step produced (`json.Marshal`, HTML-safe), and its writer keeps those
+    /// escapes (it only adds none of its own). Only the JSON writer looks at this; it is not
+    /// part of the value (equality ignores it).
+    #[serde(skip)]
+    pub html_escaped: bool,
+}
+
+impl PartialEq for Property {
+    fn eq(&self, other: &Self) -> bool {
+        self.type_ == other.type_ && self.value == other.value
+    }
+}
+
+impl Property {
+    /// A property from a type and any serialisable value.
+    pub fn new(type_: impl Into<String>, value: Value) -> Self {
+        Self {
+            type_: type_.into(),
+            value,
+            html_escaped: false,
+        }
+    }
+}
 
 /// A property value does not have the shape its type calls for.
 #[derive(Debug, Error)]

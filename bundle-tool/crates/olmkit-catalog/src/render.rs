@@ -14,8 +14,9 @@
 //! not listed yet. A bundle directory has no image reference, so the caller gives one (usually
 //! through [`ImageRefTemplate`]).
 
-use crate::declcfg::{Bundle, Property, RelatedImage, SCHEMA_BUNDLE};
+use crate::declcfg::{Bundle, RelatedImage, SCHEMA_BUNDLE};
 use crate::property;
+use crate::property::Property;
 use base64::Engine;
 use olmkit_bundle::Bundle as BundleDir;
 use olmkit_core::csv::{ApiServiceDescription, CrdDescription, Csv, str_at};

@@ -17,8 +17,9 @@
 //!   without `--image-ref-template`) and the operator containers' images not listed yet;
 //!   sorted by image with Go's `sort.Slice`.
 
-use crate::declcfg::{Bundle, Property, RelatedImage, SCHEMA_BUNDLE};
+use crate::declcfg::{Bundle, RelatedImage, SCHEMA_BUNDLE};
 use crate::property;
+use crate::property::Property;
 use crate::render::{
     Gvk, RenderBundleError, RenderOptions, api_service_gvk, csv_metadata, csv_related_images,
     required_crd_gvk,

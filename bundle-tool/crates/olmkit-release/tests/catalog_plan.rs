@@ -5,7 +5,8 @@
 
 use olmkit_catalog::catalog_dir::{CatalogDir, write_package_update};
 use olmkit_catalog::change::Change;
-use olmkit_catalog::declcfg::{Bundle, DeclarativeConfig, LoadOptions, Property, load_dir};
+use olmkit_catalog::declcfg::{Bundle, DeclarativeConfig, LoadOptions, load_dir};
+use olmkit_catalog::property::Property;
 use olmkit_catalog::validate::validate;
 use olmkit_catalog::{explain, graph};
 use olmkit_core::fsio::read_tree;

@@ -17,6 +17,7 @@
 //! lists each check as Kubernetes components do (`[+]name ok` / `[-]name failed: reason`).
 
 pub mod auth;
+pub mod certs;
 pub mod listener;
 pub mod tls;
 

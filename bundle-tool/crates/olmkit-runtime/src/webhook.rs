@@ -71,7 +71,6 @@
 //! 65, 115-116, 946-953 and 124 MiB).
 
 pub mod admission;
-pub mod certs;
 pub mod pool;
 pub mod review;
 pub mod server;
@@ -108,6 +107,7 @@ pub const HEALTH_MAX_CONNECTIONS: usize = 16;
 pub const MEMORY_BUDGET_BYTES: usize = 64 * 1024 * 1024;
 /// The idle process' RSS, release build, as measured (see "Memory budget").
 pub const IDLE_RSS_BYTES: usize = 13 * 1024 * 1024;
+use crate::http::certs::{self, CertFiles};
 use crate::http::listener::{self, ConnectionLimits};
 pub use crate::http::listener::{HYPER_MAX_BUF_SIZE, HYPER_MAX_HEADERS};
 
@@ -376,7 +376,7 @@ pub async fn serve(
     // The first look at the certificate happens before anything answers, so neither /readyz nor
     // a handshake ever sees a state older than the files on disk.
     let mut cert_watcher = CertWatcher {
-        candidates: certs::candidates(&args),
+        candidates: cert_candidates(&args),
         resolver,
         provider,
         readiness: readiness.clone(),
@@ -449,7 +449,7 @@ pub async fn serve(
 
 /// Polls the certificate files and keeps the served certificate and readiness current.
 struct CertWatcher {
-    candidates: Vec<certs::CertFiles>,
+    candidates: Vec<CertFiles>,
     resolver: Arc<certs::ReloadableCert>,
     provider: Arc<rustls::crypto::CryptoProvider>,
     readiness: WebhookReadiness,
@@ -598,6 +598,30 @@ pub fn main(args: WebhookArgs, converters: Vec<Arc<dyn crate::conversion::Conver
             }
         }
     })
+}
+
+/// Where the webhook looks for its serving certificate, in order: `--webhook-cert-path` (with
+/// the certificate and key names), else where OLM mounts it for webhooks and for APIServices.
+pub fn cert_candidates(args: &WebhookArgs) -> Vec<CertFiles> {
+    match &args.webhook_cert_path {
+        Some(dir) => vec![CertFiles::in_dir(
+            dir,
+            &args.webhook_cert_name,
+            &args.webhook_cert_key,
+        )],
+        None => vec![
+            CertFiles::in_dir(
+                std::path::Path::new(OLM_WEBHOOK_CERT_DIR),
+                &args.webhook_cert_name,
+                &args.webhook_cert_key,
+            ),
+            CertFiles::in_dir(
+                std::path::Path::new(OLM_APISERVICE_CERT_DIR),
+                "apiserver.crt",
+                "apiserver.key",
+            ),
+        ],
+    }
 }
 
 #[cfg(test)]

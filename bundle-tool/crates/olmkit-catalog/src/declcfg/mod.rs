@@ -15,6 +15,7 @@ pub use load::{
 };
 pub use write::{WriteFormat, render_blobs, render_config};
 
+use crate::property::Property;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -51,55 +52,6 @@ fn entries_or_null<S: serde::Serializer>(
         s.serialize_none()
     } else {
         entries.serialize(s)
-    }
-}
-
-/// A property of a package, channel or bundle: `{type, value}` with a free-form value.
-#[derive(Clone, Debug, Deserialize)]
-pub struct Property {
-    /// Property type, e.g. `olm.package` or `olm.gvk`.
-    #[serde(rename = "type", default)]
-    pub type_: String,
-    /// The value, kept as JSON (its key order is preserved).
-    #[serde(default)]
-    pub value: Value,
-    /// The value is written with `<`, `>` and `&` as `\u003c`, `\u003e`, `\u0026` in its
-    /// strings. opm copies a bundle's `metadata/properties.yaml` values as the raw JSON that
-    /// Go's YAML-to-JSON step produced (`json.Marshal`, HTML-safe), and its writer keeps those
-    /// escapes (it only adds none of its own). Only the JSON writer looks at this; it is not
-    /// part of the value (equality ignores it).
-    #[serde(skip)]
-    pub html_escaped: bool,
-}
-
-impl PartialEq for Property {
-    fn eq(&self, other: &Self) -> bool {
-        self.type_ == other.type_ && self.value == other.value
-    }
-}
-
-impl Serialize for Property {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("Property", 2)?;
-        st.serialize_field("type", &self.type_)?;
-        if self.html_escaped {
-            st.serialize_field("value", &write::HtmlEscaped(&self.value))?;
-        } else {
-            st.serialize_field("value", &self.value)?;
-        }
-        st.end()
-    }
-}
-
-impl Property {
-    /// A property from a type and any serialisable value.
-    pub fn new(type_: impl Into<String>, value: Value) -> Self {
-        Self {
-            type_: type_.into(),
-            value,
-            html_escaped: false,
-        }
     }
 }
 

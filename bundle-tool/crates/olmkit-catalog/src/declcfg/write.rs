@@ -7,6 +7,7 @@
 //! one `---` before each document. JSON lines (compact, keys sorted) is catalogd's form.
 
 use super::{Blob, DeclarativeConfig};
+use crate::property::Property;
 use olmkit_core::docs::RenderDocumentError;
 use serde::Serialize;
 use serde_json::Value;
@@ -155,12 +156,28 @@ impl Serialize for BlobRef<'_> {
 }
 
 thread_local! {
-    /// Set while a value marked [`super::Property::html_escaped`] is being serialised.
+    /// Set while a value marked [`Property::html_escaped`] is being serialised.
     static ESCAPE_HTML: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// A property as opm writes it: `{type, value}`, its value HTML-escaped when it was read
+/// that way ([`Property::html_escaped`]).
+impl Serialize for Property {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Property", 2)?;
+        st.serialize_field("type", &self.type_)?;
+        if self.html_escaped {
+            st.serialize_field("value", &HtmlEscaped(&self.value))?;
+        } else {
+            st.serialize_field("value", &self.value)?;
+        }
+        st.end()
+    }
+}
+
 /// A property value whose strings the JSON writer HTML-escapes (see
-/// [`super::Property::html_escaped`]). Serialisers other than ours see the plain value.
+/// [`Property::html_escaped`]). Serialisers other than ours see the plain value.
 pub(crate) struct HtmlEscaped<'a>(pub(crate) &'a Value);
 
 impl Serialize for HtmlEscaped<'_> {
@@ -465,12 +482,12 @@ mod tests {
 
     #[test]
     fn html_escaped_property_values_only_in_json() {
-        let mut p = super::super::Property::new(
+        let mut p = crate::property::Property::new(
             "olm.constraint",
             serde_json::json!({"range": ">=1.0.0 <2 & x"}),
         );
         p.html_escaped = true;
-        let plain = super::super::Property::new("t", serde_json::json!("<a>"));
+        let plain = crate::property::Property::new("t", serde_json::json!("<a>"));
         let mut buf = Vec::new();
         write_blob(&mut buf, &vec![p.clone(), plain], WriteFormat::Json).unwrap();
         let text = String::from_utf8(buf).unwrap();
@@ -488,7 +505,7 @@ mod tests {
         assert!(String::from_utf8(y).unwrap().contains(">=1.0.0 <2 & x"));
         assert_eq!(
             p,
-            super::super::Property::new("olm.constraint", p.value.clone())
+            crate::property::Property::new("olm.constraint", p.value.clone())
         );
     }
 }

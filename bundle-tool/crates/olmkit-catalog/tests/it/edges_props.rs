@@ -5,10 +5,9 @@
 //! wherever that bundle is), and every step of an explained path is a drawn edge.
 #![allow(clippy::unwrap_used)]
 
-use olmkit_catalog::declcfg::{
-    Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property,
-};
+use olmkit_catalog::declcfg::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Package};
 use olmkit_catalog::graph::{EdgeKind, package_graphs};
+use olmkit_catalog::property::Property;
 use olmkit_catalog::{explain, graph};
 use olmkit_core::version_range::VersionRange;
 use proptest::prelude::*;

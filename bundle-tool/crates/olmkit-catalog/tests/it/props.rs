@@ -3,9 +3,10 @@
 #![allow(clippy::unwrap_used)]
 
 use olmkit_catalog::declcfg::{
-    Bundle, Channel, ChannelEntry, DeclarativeConfig, LoadOptions, Package, Property, load_bytes,
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, LoadOptions, Package, load_bytes,
 };
 use olmkit_catalog::graph;
+use olmkit_catalog::property::Property;
 use olmkit_catalog::validate::{rules, validate};
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};

@@ -1,7 +1,8 @@
 //! Catalog templates against operator-registry's goldens (tests/fixtures/fbc-examples/templates).
 #![allow(clippy::unwrap_used)]
 
-use olmkit_catalog::declcfg::{Bundle, Channel, Property};
+use olmkit_catalog::declcfg::{Bundle, Channel};
+use olmkit_catalog::property::Property;
 use olmkit_catalog::template::{
     self, Archetype, BundlesByImage, SemverOptions, StreamType, parse_semver,
 };

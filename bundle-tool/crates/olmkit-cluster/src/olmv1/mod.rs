@@ -15,8 +15,9 @@ pub mod support;
 
 use base64::Engine;
 use olmkit_bundle::validate::olmv1::{Olmv1Bundle, Olmv1Object, Olmv1Property};
-use olmkit_catalog::declcfg::{Bundle as CatalogBundle, Property};
+use olmkit_catalog::declcfg::Bundle as CatalogBundle;
 use olmkit_catalog::property;
+use olmkit_catalog::property::Property;
 use serde_json::Value;
 use std::borrow::Cow;
 use thiserror::Error;

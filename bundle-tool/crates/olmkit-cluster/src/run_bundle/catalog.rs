@@ -390,7 +390,7 @@ mod tests {
         let mut b = bundle("0.3.0");
         b.fbc
             .properties
-            .push(olmkit_catalog::declcfg::Property::bundle_object(
+            .push(olmkit_catalog::property::Property::bundle_object(
                 "A".repeat(PARTITION_BYTES + 10),
             ));
         let e = partitions(&initial_catalog(&b)).unwrap_err();

@@ -16,7 +16,7 @@ use rustls::sign::CertifiedKey;
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
-use crate::webhook::certs::{self, CertBytes, CertFiles, LoadCertError, ReloadableCert};
+use super::certs::{self, CertBytes, CertFiles, LoadCertError, ReloadableCert};
 
 /// How often the certificate files of `--metrics-cert-path` are re-read.
 pub const CERT_POLL_INTERVAL: Duration = Duration::from_secs(10);

@@ -232,7 +232,7 @@ fn flags_parse_with_defaults_and_durations() {
 
 #[test]
 fn default_certificate_locations_are_olms() {
-    let defaults = super::certs::candidates(&super::WebhookArgs::default());
+    let defaults = super::cert_candidates(&super::WebhookArgs::default());
     let paths: Vec<_> = defaults
         .iter()
         .map(|c| (c.cert.display().to_string(), c.key.display().to_string()))
@@ -255,14 +255,14 @@ fn default_certificate_locations_are_olms() {
         webhook_cert_name: "serving.pem".into(),
         ..Default::default()
     };
-    let only = super::certs::candidates(&explicit);
+    let only = super::cert_candidates(&explicit);
     assert_eq!(only.len(), 1);
     assert_eq!(only[0].cert, std::path::Path::new("/certs/serving.pem"));
 }
 
 #[tokio::test]
 async fn the_first_existing_pair_wins_and_bad_pairs_name_the_file() {
-    use super::certs::{self, CertFiles};
+    use crate::http::certs::{self, CertFiles};
     let dir = tempfile::tempdir().expect("tempdir");
     let a = CertFiles {
         cert: dir.path().join("a.crt"),

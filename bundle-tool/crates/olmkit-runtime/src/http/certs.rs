@@ -1,4 +1,5 @@
-//! The webhook's serving certificate: where to find it, how to load it, and keeping it current.
+//! A TLS server's certificate (the webhook's, the metrics endpoint's): how to load it, and keeping
+//! it current. Where the webhook looks for it is the webhook's business ([`crate::webhook`]).
 //!
 //! The TLS server resolves its certificate per handshake from a [`ReloadableCert`]. A watcher
 //! polls the certificate files and swaps in a new key pair when their content changes, so a
@@ -18,8 +19,6 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use sha2::{Digest, Sha256};
 
-use super::WebhookArgs;
-
 /// A certificate chain file and its private key file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CertFiles {
@@ -30,7 +29,8 @@ pub struct CertFiles {
 }
 
 impl CertFiles {
-    fn in_dir(dir: &Path, cert: &str, key: &str) -> Self {
+    /// The pair `cert` and `key` in `dir`.
+    pub fn in_dir(dir: &Path, cert: &str, key: &str) -> Self {
         Self {
             cert: dir.join(cert),
             key: dir.join(key),
@@ -39,29 +39,6 @@ impl CertFiles {
 
     fn describe(&self) -> String {
         format!("{} + {}", self.cert.display(), self.key.display())
-    }
-}
-
-/// Where to look for the certificate, in order; the first pair whose files both exist is used.
-pub fn candidates(args: &WebhookArgs) -> Vec<CertFiles> {
-    match &args.webhook_cert_path {
-        Some(dir) => vec![CertFiles::in_dir(
-            dir,
-            &args.webhook_cert_name,
-            &args.webhook_cert_key,
-        )],
-        None => vec![
-            CertFiles::in_dir(
-                Path::new(super::OLM_WEBHOOK_CERT_DIR),
-                &args.webhook_cert_name,
-                &args.webhook_cert_key,
-            ),
-            CertFiles::in_dir(
-                Path::new(super::OLM_APISERVICE_CERT_DIR),
-                "apiserver.crt",
-                "apiserver.key",
-            ),
-        ],
     }
 }
 
