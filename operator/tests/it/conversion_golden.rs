@@ -13,8 +13,9 @@ use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
+use olmkit_runtime::http::WebhookReadiness;
+use olmkit_runtime::webhook::DEFAULT_MAX_REQUEST_BYTES;
 use olmkit_runtime::webhook::server::{Limits, router};
-use olmkit_runtime::webhook::{DEFAULT_MAX_REQUEST_BYTES, WebhookReadiness};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/conversion")

@@ -240,7 +240,7 @@ async fn probe_port_closes_idle_and_trickling_connections() {
         assert!(took <= 12.5, "{name}: closed after {took:.1} s");
     }
     // More idle connections than the probe port's cap: the probes still get through.
-    let crowd: Vec<TcpStream> = (0..olmkit_runtime::webhook::HEALTH_MAX_CONNECTIONS + 4)
+    let crowd: Vec<TcpStream> = (0..olmkit_runtime::http::listener::HEALTH_MAX_CONNECTIONS + 4)
         .map(|_| TcpStream::connect(("127.0.0.1", health)).unwrap())
         .collect();
     tokio::time::sleep(Duration::from_millis(1500)).await;

@@ -22,8 +22,8 @@ pub mod listener;
 pub mod tls;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -36,7 +36,6 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
-use crate::webhook::WebhookReadiness;
 
 /// A listener could not be opened, or a server failed.
 #[derive(Debug, Error)]
@@ -90,7 +89,7 @@ const PROBES_GRACEFUL_SHUTDOWN: Duration = Duration::from_secs(1);
 pub const PROBE_LIMITS: listener::ConnectionLimits = listener::ConnectionLimits {
     header_read_timeout: Duration::from_secs(10),
     idle_timeout: Duration::from_secs(10),
-    max_connections: crate::webhook::HEALTH_MAX_CONNECTIONS,
+    max_connections: listener::HEALTH_MAX_CONNECTIONS,
     max_request_time: Duration::from_secs(10),
 };
 
@@ -228,6 +227,63 @@ pub async fn serve_metrics(
         }
     }
     Ok(())
+}
+
+/// Whether the webhook can answer ConversionReviews, shared between the server and the health
+/// endpoints. Cloning shares the state.
+#[derive(Clone, Debug, Default)]
+pub struct WebhookReadiness {
+    inner: Arc<Mutex<ReadinessState>>,
+}
+
+#[derive(Debug)]
+struct ReadinessState {
+    ready: bool,
+    reason: String,
+}
+
+impl Default for ReadinessState {
+    fn default() -> Self {
+        Self {
+            ready: false,
+            reason: "webhook server not started".into(),
+        }
+    }
+}
+
+impl WebhookReadiness {
+    /// A readiness signal in the not-ready state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// True once a certificate is loaded and the listener accepts connections (or the webhook is
+    /// disabled).
+    pub fn is_ready(&self) -> bool {
+        self.lock().ready
+    }
+
+    /// Why the webhook is (not) ready, for `/readyz` output and logs.
+    pub fn reason(&self) -> String {
+        self.lock().reason.clone()
+    }
+
+    /// Both at once, consistently.
+    pub fn status(&self) -> (bool, String) {
+        let state = self.lock();
+        (state.ready, state.reason.clone())
+    }
+
+    pub(crate) fn set(&self, ready: bool, reason: impl Into<String>) {
+        let mut state = self.lock();
+        state.ready = ready;
+        state.reason = reason.into();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ReadinessState> {
+        // A panic while holding this lock cannot leave the two plain fields inconsistent.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 #[cfg(test)]

@@ -25,12 +25,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::conversion::Converter;
+use crate::http::WebhookReadiness;
 use crate::http::{self, Health, ServeHttpError};
 use crate::leader::{self, LeaderElectionConfig, LeaderElectionConfigError};
 use crate::metrics::Metrics;
 use crate::scope::{ParseWatchScopeError, WatchScope};
 use crate::telemetry::{self, LogFormat};
-use crate::webhook::{self, WebhookArgs, WebhookReadiness};
+use crate::webhook::{self, WebhookArgs};
 
 /// Arguments of `<operator> run`. Every flag can also be set through the environment variable
 /// named after it.

@@ -78,7 +78,7 @@ pub mod server;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use olmkit_core::duration::parse_duration;
@@ -100,15 +100,14 @@ pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 16;
 pub const DEFAULT_MAX_INFLIGHT_BYTES: usize = 16 * 1024 * 1024;
 /// Connections open at once by default on the webhook's HTTPS port.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
-/// Connections open at once on the plain-HTTP health port (`--webhook-health-port`).
-pub const HEALTH_MAX_CONNECTIONS: usize = 16;
 /// The webhook's stated peak memory (the whole `operator webhook` process, RSS) at the default
 /// limits, whatever the load: half the manager's 128 MiB, leaving the rest to the controller.
 pub const MEMORY_BUDGET_BYTES: usize = 64 * 1024 * 1024;
 /// The idle process' RSS, release build, as measured (see "Memory budget").
 pub const IDLE_RSS_BYTES: usize = 13 * 1024 * 1024;
+use crate::http::WebhookReadiness;
 use crate::http::certs::{self, CertFiles};
-use crate::http::listener::{self, ConnectionLimits};
+use crate::http::listener::{self, ConnectionLimits, HEALTH_MAX_CONNECTIONS};
 pub use crate::http::listener::{HYPER_MAX_BUF_SIZE, HYPER_MAX_HEADERS};
 
 /// The memory bound the defaults give (see "Memory budget"): idle process, reviews' budget,
@@ -246,63 +245,6 @@ impl WebhookArgs {
             max_connections: HEALTH_MAX_CONNECTIONS,
             max_request_time: timeout,
         }
-    }
-}
-
-/// Whether the webhook can answer ConversionReviews, shared between the server and the health
-/// endpoints. Cloning shares the state.
-#[derive(Clone, Debug, Default)]
-pub struct WebhookReadiness {
-    inner: Arc<Mutex<ReadinessState>>,
-}
-
-#[derive(Debug)]
-struct ReadinessState {
-    ready: bool,
-    reason: String,
-}
-
-impl Default for ReadinessState {
-    fn default() -> Self {
-        Self {
-            ready: false,
-            reason: "webhook server not started".into(),
-        }
-    }
-}
-
-impl WebhookReadiness {
-    /// A readiness signal in the not-ready state.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// True once a certificate is loaded and the listener accepts connections (or the webhook is
-    /// disabled).
-    pub fn is_ready(&self) -> bool {
-        self.lock().ready
-    }
-
-    /// Why the webhook is (not) ready, for `/readyz` output and logs.
-    pub fn reason(&self) -> String {
-        self.lock().reason.clone()
-    }
-
-    /// Both at once, consistently.
-    pub fn status(&self) -> (bool, String) {
-        let state = self.lock();
-        (state.ready, state.reason.clone())
-    }
-
-    pub(crate) fn set(&self, ready: bool, reason: impl Into<String>) {
-        let mut state = self.lock();
-        state.ready = ready;
-        state.reason = reason.into();
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, ReadinessState> {
-        // A panic while holding this lock cannot leave the two plain fields inconsistent.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

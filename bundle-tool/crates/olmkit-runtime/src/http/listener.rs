@@ -43,6 +43,10 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+/// Connections open at once on a plain-HTTP health port (the manager's probes,
+/// `--webhook-health-port`).
+pub const HEALTH_MAX_CONNECTIONS: usize = 16;
+
 /// hyper's ceiling on HTTP/1.1 request headers.
 pub const HYPER_MAX_HEADERS: usize = 256;
 /// hyper's ceiling on an HTTP/1.1 connection's read buffer (headers must fit in it) and on what

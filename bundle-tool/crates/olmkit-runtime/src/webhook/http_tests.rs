@@ -7,8 +7,8 @@ use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
-use super::WebhookReadiness;
 use super::server::{Limits, router};
+use crate::http::WebhookReadiness;
 
 const REVIEW: &str = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"u1","desiredAPIVersion":"demo.example.com/v1","objects":[{"apiVersion":"demo.example.com/v1alpha1","kind":"Widget","metadata":{"name":"a"},"spec":{"size":2}}]}}"#;
 

@@ -17,11 +17,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use http_body_util::BodyExt;
 
-use super::WebhookReadiness;
 use super::admission::{Admission, Refused, Ticket};
 use super::pool::ConvertPool;
 use super::review::{self, LOG_REJECTIONS, Outcome, Reply};
 use crate::conversion::Converter;
+use crate::http::WebhookReadiness;
 use std::sync::Arc;
 
 /// Bodies above this size are converted on the conversion threads ([`ConvertPool`]), so a 3 MiB
