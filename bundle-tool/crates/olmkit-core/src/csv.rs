@@ -174,6 +174,22 @@ impl<'a> Csv<'a> {
     pub fn provider_name(&self) -> Option<&'a str> {
         self.str("/spec/provider/name")
     }
+    /// `spec.maintainers` (raw `{name, email}` entries), empty when missing or not a list.
+    pub fn maintainers(&self) -> &'a [Value] {
+        list_at(self.raw, "/spec/maintainers")
+    }
+    /// `spec.links` (raw `{name, url}` entries), empty when missing or not a list.
+    pub fn links(&self) -> &'a [Value] {
+        list_at(self.raw, "/spec/links")
+    }
+    /// `spec.icon` (raw `{base64data, mediatype}` entries); `None` when missing or not a list
+    /// (OperatorHub's check tells "not specified" from "empty").
+    pub fn icons(&self) -> Option<&'a [Value]> {
+        self.raw
+            .pointer("/spec/icon")?
+            .as_array()
+            .map(Vec::as_slice)
+    }
     /// `spec.description`.
     pub fn description(&self) -> Option<&'a str> {
         self.str("/spec/description")

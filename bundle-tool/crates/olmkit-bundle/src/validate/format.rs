@@ -317,7 +317,7 @@ fn manifests(ctx: &mut Ctx) {
     let b = ctx.bundle;
     let min_kube = ctx
         .csv
-        .and_then(|m| str_at(&m.object, "/spec/minKubeVersion"))
+        .and_then(|m| m.csv_view().min_kube_version())
         .and_then(parse_tolerant);
     let mut seen: BTreeMap<(String, String), String> = BTreeMap::new();
     let mut csvs = Vec::new();

@@ -30,6 +30,7 @@ use super::rules::{
 };
 use crate::json::arr_at;
 use crate::model::Bundle;
+use olmkit_core::csv::Csv;
 use olmkit_core::k8s_name::is_dns1123_subdomain;
 use olmkit_core::rule::At;
 use olmkit_core::{Finding, Findings, Report};
@@ -148,11 +149,6 @@ impl<'a> Olmv1Bundle<'a> {
         self.csv.name()
     }
 
-    /// A field of the CSV by JSON pointer.
-    pub fn csv_at(&self, pointer: &str) -> Option<&'a Value> {
-        self.csv.object.pointer(pointer)
-    }
-
     /// Where findings about the CSV point.
     pub fn csv_file(&self) -> String {
         self.csv
@@ -161,14 +157,9 @@ impl<'a> Olmv1Bundle<'a> {
             .unwrap_or_else(|| self.origin.to_string())
     }
 
-    /// `spec.install.spec.deployments`.
-    fn deployments(&self) -> &'a [Value] {
-        arr_at(self.csv.object, "/spec/install/spec/deployments")
-    }
-
-    /// `spec.webhookdefinitions`.
-    fn webhooks(&self) -> &'a [Value] {
-        arr_at(self.csv.object, "/spec/webhookdefinitions")
+    /// The CSV through the one lenient CSV view.
+    pub fn csv_view(&self) -> Csv<'a> {
+        Csv::new(self.csv.object)
     }
 
     /// The bundle's CRDs.
@@ -183,7 +174,11 @@ impl<'a> Olmv1Bundle<'a> {
     /// non-string `type`, a non-boolean `supported`) counts as no install modes at all, and
     /// unknown types are ignored.
     fn supported_install_modes(&self) -> BTreeSet<&'a str> {
-        let Some(list) = self.csv_at("/spec/installModes").and_then(Value::as_array) else {
+        let Some(list) = self
+            .csv_view()
+            .spec_field("installModes")
+            .and_then(Value::as_array)
+        else {
             return BTreeSet::new();
         };
         let mut out = BTreeSet::new();
@@ -348,17 +343,14 @@ fn csv_required_apis(c: &mut Check) {
             ))
         })
         .collect();
-    for (path, pointer) in [
-        (
-            "spec.customresourcedefinitions.required",
-            "/spec/customresourcedefinitions/required",
-        ),
-        (
-            "spec.apiservicedefinitions.required",
-            "/spec/apiservicedefinitions/required",
-        ),
+    let csv = c.bundle.csv_view();
+    let required_crds: Vec<&Value> = csv.required_crds().map(|d| d.raw).collect();
+    let required_apis: Vec<&Value> = csv.required_api_services().map(|d| d.raw).collect();
+    for (path, required) in [
+        ("spec.customresourcedefinitions.required", required_crds),
+        ("spec.apiservicedefinitions.required", required_apis),
     ] {
-        for (i, r) in arr_at(c.bundle.csv.object, pointer).iter().enumerate() {
+        for (i, r) in required.into_iter().enumerate() {
             let name = str_of(r, "name");
             let group = match str_of(r, "group") {
                 // A required CRD's group is the part of its name after the plural.
@@ -383,13 +375,13 @@ fn csv_required_apis(c: &mut Check) {
 /// `olmv1-apiservices`: operator-controller's registry+v1 conversion rejects owned APIService
 /// definitions (`convert.Convert`: "apiServiceDefintions are not supported").
 fn api_services(c: &mut Check) {
-    let owned = arr_at(c.bundle.csv.object, "/spec/apiservicedefinitions/owned");
-    if owned.is_empty() {
+    let owned = c.bundle.csv_view().owned_api_services().count();
+    if owned == 0 {
         return;
     }
     c.at("spec.apiservicedefinitions.owned").error(&OLMV1_APISERVICES, format!(
             "OLM v1 rejects bundles with APIService definitions (\"apiServiceDefintions are not supported\"); this CSV owns {}",
-            owned.len()
+            owned
         ));
 }
 
@@ -397,11 +389,11 @@ fn api_services(c: &mut Check) {
 /// deployments reading `OPERATOR_CONDITION_NAME`, relies on an API OLM v1 does not provide
 /// (operator-controller docs, "OLM v1 limitations").
 fn operator_conditions(c: &mut Check) {
-    let csv = c.bundle.csv.object;
-    let grants_conditions = ["permissions", "clusterPermissions"]
-        .iter()
-        .flat_map(|which| arr_at(csv, &format!("/spec/install/spec/{which}")))
-        .flat_map(|p| arr_at(p, "/rules"))
+    let csv = c.bundle.csv_view();
+    let grants_conditions = csv
+        .permissions()
+        .chain(csv.cluster_permissions())
+        .flat_map(|p| p.rules())
         .any(|rule| {
             strings(rule.get("apiGroups"))
                 .iter()
@@ -410,11 +402,9 @@ fn operator_conditions(c: &mut Check) {
                     .iter()
                     .any(|r| r.starts_with("operatorconditions"))
         });
-    let reads_condition_name = c
-        .bundle
+    let reads_condition_name = csv
         .deployments()
-        .iter()
-        .any(|d| d.to_string().contains("OPERATOR_CONDITION_NAME"));
+        .any(|d| d.raw.to_string().contains("OPERATOR_CONDITION_NAME"));
     if grants_conditions || reads_condition_name {
         c.at("spec.install").warning(&OLMV1_OPERATOR_CONDITIONS, "the operator uses the OperatorConditions API (operators.coreos.com operatorconditions), which OLM v1 does not provide; it may fail at start or when reporting upgradeability").hint("make the operator tolerate a missing OperatorCondition, or pin the ClusterExtension to a version");
     }
@@ -424,8 +414,8 @@ fn operator_conditions(c: &mut Check) {
 /// `CheckDeploymentNameIsDNS1123SubDomain`.
 fn deployments(c: &mut Check) {
     let mut seen = BTreeSet::new();
-    for (i, d) in c.bundle.deployments().iter().enumerate() {
-        let name = str_of(d, "name");
+    for d in c.bundle.csv_view().deployments() {
+        let (i, name) = (d.index, d.name().unwrap_or(""));
         let path = format!("spec.install.spec.deployments[{i}].name");
         if !seen.insert(name) {
             c.at(&path).error(
@@ -463,9 +453,9 @@ fn crd_uniqueness(c: &mut Check) {
 
 /// The names in `spec.customresourcedefinitions.owned`, in order.
 fn owned_crd_names<'a>(b: &Olmv1Bundle<'a>) -> Vec<&'a str> {
-    arr_at(b.csv.object, "/spec/customresourcedefinitions/owned")
-        .iter()
-        .map(|o| str_of(o, "name"))
+    b.csv_view()
+        .owned_crds()
+        .map(|o| o.name().unwrap_or(""))
         .collect()
 }
 
@@ -507,7 +497,7 @@ fn object_support(c: &mut Check) {
 /// refuse them outright (operator-controller `convert.Convert`: "webhookDefinitions are not
 /// supported").
 fn webhook_support(c: &mut Check) {
-    let count = c.bundle.webhooks().len();
+    let count = c.bundle.csv_view().webhook_definitions().count();
     if count == 0 {
         return;
     }
@@ -520,7 +510,12 @@ fn webhook_support(c: &mut Check) {
 /// `CheckWebhookNameIsDNS1123SubDomain`.
 fn webhook_names(c: &mut Check) {
     let mut names_by_type: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for (i, wh) in c.bundle.webhooks().iter().enumerate() {
+    for (i, wh) in c
+        .bundle
+        .csv_view()
+        .webhook_definitions()
+        .map(|w| (w.index, w.raw))
+    {
         let path = format!("spec.webhookdefinitions[{i}]");
         let t = str_of(wh, "type");
         let name = str_of(wh, "generateName");
@@ -546,11 +541,16 @@ fn webhook_names(c: &mut Check) {
 fn webhook_deployments(c: &mut Check) {
     let deployments: BTreeSet<&str> = c
         .bundle
+        .csv_view()
         .deployments()
-        .iter()
-        .map(|d| str_of(d, "name"))
+        .map(|d| d.name().unwrap_or(""))
         .collect();
-    for (i, wh) in c.bundle.webhooks().iter().enumerate() {
+    for (i, wh) in c
+        .bundle
+        .csv_view()
+        .webhook_definitions()
+        .map(|w| (w.index, w.raw))
+    {
         let dep = str_of(wh, "deploymentName");
         if deployments.contains(dep) {
             continue;
@@ -571,7 +571,12 @@ fn conversion_webhooks(c: &mut Check) {
     let all_namespaces_only = modes.len() == 1 && modes.contains("AllNamespaces");
     let owned: BTreeSet<&str> = owned_crd_names(c.bundle).into_iter().collect();
     let mut hooks_by_crd: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    for (i, wh) in c.bundle.webhooks().iter().enumerate() {
+    for (i, wh) in c
+        .bundle
+        .csv_view()
+        .webhook_definitions()
+        .map(|w| (w.index, w.raw))
+    {
         if str_of(wh, "type") != "ConversionWebhook" {
             continue;
         }
@@ -607,7 +612,12 @@ fn conversion_webhooks(c: &mut Check) {
 /// `olmv1-webhooks` (rules): operator-controller `CheckWebhookRules`: admission webhooks may
 /// not intercept every API group, OLM's own group, or admission webhook configurations.
 fn webhook_rules(c: &mut Check) {
-    for (i, wh) in c.bundle.webhooks().iter().enumerate() {
+    for (i, wh) in c
+        .bundle
+        .csv_view()
+        .webhook_definitions()
+        .map(|w| (w.index, w.raw))
+    {
         if str_of(wh, "type") == "ConversionWebhook" {
             continue;
         }

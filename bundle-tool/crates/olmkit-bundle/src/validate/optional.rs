@@ -5,7 +5,6 @@
 
 use super::Ctx;
 use super::rules::{GOOD_PRACTICES, OPERATORHUB};
-use crate::json::arr_at;
 use olmkit_core::csv::str_at;
 use serde_json::Value;
 
@@ -177,10 +176,10 @@ const HUB_CHECKS: &[fn(&mut Ctx, &str)] = &[
 
 /// `checkSpecProviderName`: the provider has a name.
 fn hub_provider(ctx: &mut Ctx, file: &str) {
-    let csv = ctx.csv_obj();
+    let csv = ctx.csv_view();
     let f = Some(file);
     let r = &OPERATORHUB;
-    if str_at(csv, "/spec/provider/name").is_none_or(str::is_empty) {
+    if csv.provider_name().is_none_or(str::is_empty) {
         ctx.at(f, Some("spec.provider.name"))
             .error(r, "csv.Spec.Provider.Name not specified");
     }
@@ -188,10 +187,10 @@ fn hub_provider(ctx: &mut Ctx, file: &str) {
 
 /// `checkSpecMaintainers`: maintainers have a name and a valid email.
 fn hub_maintainers(ctx: &mut Ctx, file: &str) {
-    let csv = ctx.csv_obj();
+    let csv = ctx.csv_view();
     let f = Some(file);
     let r = &OPERATORHUB;
-    for (i, m) in arr_at(csv, "/spec/maintainers").iter().enumerate() {
+    for (i, m) in csv.maintainers().iter().enumerate() {
         let (name, email) = (
             str_at(m, "/name").unwrap_or(""),
             str_at(m, "/email").unwrap_or(""),
@@ -212,10 +211,10 @@ fn hub_maintainers(ctx: &mut Ctx, file: &str) {
 
 /// `checkSpecLinks`: links have a name and a valid URL.
 fn hub_links(ctx: &mut Ctx, file: &str) {
-    let csv = ctx.csv_obj();
+    let csv = ctx.csv_view();
     let f = Some(file);
     let r = &OPERATORHUB;
-    for (i, l) in arr_at(csv, "/spec/links").iter().enumerate() {
+    for (i, l) in csv.links().iter().enumerate() {
         let (name, url) = (
             str_at(l, "/name").unwrap_or(""),
             str_at(l, "/url").unwrap_or(""),
@@ -266,10 +265,10 @@ fn hub_version(ctx: &mut Ctx, file: &str) {
 
 /// `checkSpecIcon`: one icon with data and a known mediatype (none: a warning).
 fn hub_icon(ctx: &mut Ctx, file: &str) {
-    let csv = ctx.csv_obj();
+    let csv = ctx.csv_view();
     let f = Some(file);
     let r = &OPERATORHUB;
-    match csv.pointer("/spec/icon").and_then(Value::as_array) {
+    match csv.icons() {
         None => {
             ctx.at(f, Some("spec.icon"))
                 .warning(r, "csv.Spec.Icon not specified");
