@@ -6,7 +6,6 @@
 
 use olmkit_core::k8s_name;
 use serde_json::Value;
-use std::cmp::Ordering;
 
 /// `<package>.v<version>`, the CSV name convention operator-sdk and OperatorHub use.
 pub fn csv_name(package: &str, version: &str) -> String {
@@ -94,49 +93,6 @@ pub fn package_of_csv_name(name: &str) -> &str {
     name.split('.').next().unwrap_or(name)
 }
 
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Clone, Copy)]
-enum Stability {
-    Alpha,
-    Beta,
-    Ga,
-}
-
-fn parse_kube_version(v: &str) -> Option<(u64, Stability, u64)> {
-    let rest = v.strip_prefix('v')?;
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    let major: u64 = digits.parse().ok()?;
-    let rest = &rest[digits.len()..];
-    if rest.is_empty() {
-        return Some((major, Stability::Ga, 0));
-    }
-    let (stability, rest) = if let Some(r) = rest.strip_prefix("alpha") {
-        (Stability::Alpha, r)
-    } else if let Some(r) = rest.strip_prefix("beta") {
-        (Stability::Beta, r)
-    } else {
-        return None;
-    };
-    let minor: u64 = rest.parse().ok()?;
-    Some((major, stability, minor))
-}
-
-/// Orders Kubernetes API versions by priority like apimachinery's
-/// `CompareKubeAwareVersionStrings`: GA before beta before alpha, higher numbers first, and
-/// versions that do not look like Kubernetes versions last, alphabetically. `Less` means `a`
-/// comes first (has the higher priority).
-pub fn kube_version_priority(a: &str, b: &str) -> Ordering {
-    match (parse_kube_version(a), parse_kube_version(b)) {
-        (Some((ma, sa, na)), Some((mb, sb, nb))) => sb
-            .cmp(&sa)
-            .then(mb.cmp(&ma))
-            .then(nb.cmp(&na))
-            .then_with(|| a.cmp(b)),
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => a.cmp(b),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,15 +149,5 @@ mod tests {
         // (ServiceMonitor names like "<operator>-controller-manager-metrics-monitor").
         assert!(dns1123_subdomain_problem(&"a".repeat(64)).is_none());
         assert!(dns1123_subdomain_problem(&"a".repeat(254)).is_some());
-    }
-
-    #[test]
-    fn kube_aware_order() {
-        let mut v = vec!["v1alpha1", "v1", "v1beta1", "v2", "foo", "v1beta2", "v10"];
-        v.sort_by(|a, b| kube_version_priority(a, b));
-        assert_eq!(
-            v,
-            ["v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "foo"]
-        );
     }
 }
