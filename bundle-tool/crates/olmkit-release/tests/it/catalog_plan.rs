@@ -1,7 +1,6 @@
 //! Release planning and promotion: graphs stay valid (for any release sequence, and explain
 //! reaches the head), refusals are precise, re-runs are no-ops and failed writes leave the
 //! catalog byte-for-byte unchanged.
-#![allow(clippy::unwrap_used)]
 
 use olmkit_catalog::catalog_dir::{CatalogDir, write_package_update};
 use olmkit_catalog::change::Change;
