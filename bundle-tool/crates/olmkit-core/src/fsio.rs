@@ -969,7 +969,7 @@ impl PendingCommit {
 }
 
 /// `path` made absolute, with `.` and `..` resolved lexically.
-fn absolute_lexical(path: &Path) -> std::io::Result<PathBuf> {
+pub fn absolute_lexical(path: &Path) -> std::io::Result<PathBuf> {
     let abs = std::path::absolute(path)?;
     let mut out = PathBuf::new();
     for c in abs.components() {

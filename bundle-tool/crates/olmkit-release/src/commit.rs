@@ -6,10 +6,10 @@
 
 use crate::catalog_plan::Outcome;
 use crate::publish::Published;
-use crate::recover::{common_root, normalize};
+use crate::recover::common_root;
 use crate::{Event, Progress, Release, ReleaseConfig, Stage};
 use olmkit_catalog::catalog_dir::{WriteCatalogError, stage_package_update};
-use olmkit_core::fsio::{Changeset, WriteOutputError};
+use olmkit_core::fsio::{Changeset, WriteOutputError, absolute_lexical};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -91,8 +91,8 @@ impl Release {
         if !write_bundle && !write_catalog {
             return Ok(());
         }
-        let bundle_abs = normalize(&self.bundle_dir)?;
-        let catalog_abs = normalize(&config.catalog_dir)?;
+        let bundle_abs = absolute_lexical(&self.bundle_dir)?;
+        let catalog_abs = absolute_lexical(&config.catalog_dir)?;
         let root = common_root(&bundle_abs, &catalog_abs)?;
         let rel = |abs: &Path| -> Result<PathBuf, CommitError> {
             abs.strip_prefix(&root)
@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn lexical_normalization() {
-        let n = normalize(Path::new("/a/./b/../c")).unwrap();
+        let n = absolute_lexical(Path::new("/a/./b/../c")).unwrap();
         assert_eq!(n, PathBuf::from("/a/c"));
     }
 

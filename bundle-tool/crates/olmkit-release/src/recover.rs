@@ -3,8 +3,8 @@
 //! before anything is read: otherwise a half-committed tree would make this run refuse or plan
 //! the wrong change.
 
-use olmkit_core::fsio::WriteOutputError;
-use std::path::{Component, Path, PathBuf};
+use olmkit_core::fsio::{WriteOutputError, absolute_lexical};
+use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 /// An interrupted release cannot be completed.
@@ -72,26 +72,10 @@ pub fn recover_interrupted(
     Ok(out)
 }
 
-/// `path` made absolute and with `.` and `..` resolved lexically.
-pub(crate) fn normalize(path: &Path) -> std::io::Result<PathBuf> {
-    let abs = std::path::absolute(path)?;
-    let mut out = PathBuf::new();
-    for c in abs.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    Ok(out)
-}
-
 /// The deepest directory holding both `a` and `b` (both made absolute): the root of the
 /// release's changeset, and so where an interrupted release leaves its journal.
 pub(crate) fn common_root(a: &Path, b: &Path) -> std::io::Result<PathBuf> {
-    let (a, b) = (normalize(a)?, normalize(b)?);
+    let (a, b) = (absolute_lexical(a)?, absolute_lexical(b)?);
     Ok(a.components()
         .zip(b.components())
         .take_while(|(x, y)| x == y)
