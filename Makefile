@@ -25,18 +25,27 @@ RELEASE_FLAGS ?=
 # Which static binaries `make static` builds (default: all three).
 BINS ?=
 # Reproducible timestamps (CSV createdAt, image configs): the last commit's time, unless set.
+# Given to bundle-tool, not exported to every command: Cargo reruns the build scripts that read
+# it (cc's, in ring) when it changes, and with them most dependencies, so every build sharing
+# the target directory (the tests', the example operators') must see the same value.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
-export SOURCE_DATE_EPOCH
+RELEASE_ENV = SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)
 
 STATIC := target/static
 RELEASE_ARGS = --version $(VERSION)$(foreach c,$(CHANNELS), --channel $(c))$(if $(DEFAULT_CHANNEL), --default-channel $(DEFAULT_CHANNEL))
-BUNDLE_TOOL := $(CARGO) run -q -p bundle-tool --bin bundle-tool --
+# The debug binaries `manifests`, `verify` and `run` call, built with the test targets as
+# `make test` builds them, so that they share its compile. (`cargo run -p bundle-tool` alone
+# resolves the dependencies' features without the dev-dependencies: a second build of most
+# crates, minutes on two cores.)
+BUILD := $(CARGO) build -q --workspace --bins --tests
+DEBUG_BIN := $(or $(CARGO_TARGET_DIR),target)/debug
+BUNDLE_TOOL := $(DEBUG_BIN)/bundle-tool
 # The example operators (bundle-tool/examples/<name>/, each its own Cargo workspace made by
 # `bundle-tool init` + `create api`). They build in this target directory, sharing its
 # compiled dependencies.
 EXAMPLES := $(notdir $(patsubst %/SCAFFOLD.sh,%,$(wildcard bundle-tool/examples/*/SCAFFOLD.sh)))
 EXAMPLE_TARGET_DIR := $(or $(CARGO_TARGET_DIR),$(abspath target))
-OPERATOR := $(CARGO) run -q -p operator --bin operator --
+OPERATOR := $(DEBUG_BIN)/operator
 
 ##@ General
 
@@ -67,6 +76,7 @@ lint: ## cargo fmt --check and clippy with warnings as errors.
 
 .PHONY: manifests
 manifests: ## Regenerate the CRD and RBAC in config/ (from the Rust types and the operator's API-call table) and catalog.Dockerfile.
+	$(BUILD)
 	$(OPERATOR) crd --output-dir config/crd/bases
 	$(OPERATOR) rbac --output-dir config/rbac
 	$(BUNDLE_TOOL) image dockerfile catalog --configs-dir catalog --server $(STATIC)/catalog-server \
@@ -135,7 +145,7 @@ check-version:
 release: check-version ## Release VERSION: bundle, catalog entries and images in ./images, all or nothing.
 	@echo "release: compile (static release binaries; about 6 min cold on 2 cores, seconds when built)" >&2
 	$(MAKE) --no-print-directory static
-	$(STATIC)/bundle-tool release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) \
+	$(RELEASE_ENV) $(STATIC)/bundle-tool release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) \
 	  --operator-binary $(STATIC)/operator --catalog-server $(STATIC)/catalog-server \
 	  --layout $(LAYOUT) $(RELEASE_FLAGS)
 
@@ -160,7 +170,7 @@ $(addprefix release-,$(EXAMPLES)): release-%: check-version
 .PHONY: release-plan
 release-plan: check-version ## Show what `make release VERSION=X` would change, changing nothing (same binaries as release).
 	$(MAKE) --no-print-directory static
-	$(STATIC)/bundle-tool release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) --plan $(RELEASE_FLAGS)
+	$(RELEASE_ENV) $(STATIC)/bundle-tool release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) --plan $(RELEASE_FLAGS)
 
 # Where `make install-tools` puts the binaries (rustup's ~/.cargo/bin is on PATH already).
 BINDIR ?= $(HOME)/.cargo/bin
@@ -176,6 +186,7 @@ install-tools: ## Put bundle-tool, operator and catalog-server (the release bina
 
 .PHONY: run
 run: ## Run the operator against the current kubeconfig's cluster (CRD must be installed); plain-HTTP /metrics on :8080.
+	$(BUILD)
 	$(OPERATOR) run --disable-webhook --metrics-secure=false
 
 .PHONY: install

@@ -65,19 +65,17 @@ fn examples() -> Vec<(String, PathBuf)> {
     out
 }
 
-use crate::shared_target::{one_project_at_a_time as one_build_at_a_time, target_dir};
+use crate::shared_target::{
+    one_project_at_a_time as one_build_at_a_time, project_command, target_dir,
+};
 
 /// Runs `program args` in `dir` with the shared target directory and this bundle-tool; panics
 /// with its output when it fails.
 fn run(dir: &Path, program: &str, args: &[&str]) -> String {
     let started = Instant::now();
-    let out = Command::new(program)
+    let out = project_command(dir, program)
         .args(args)
-        .current_dir(dir)
-        .env("CARGO_TARGET_DIR", target_dir())
-        .env("BUNDLE_TOOL", env!("CARGO_BIN_EXE_bundle-tool"))
         .env("NO_COLOR", "1")
-        .env_remove("RUST_LOG")
         .output()
         .unwrap_or_else(|e| panic!("{program}: {e}"));
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
@@ -197,10 +195,11 @@ fn each_example_passes_its_own_tests_and_verify() {
     }
 }
 
-/// Builds the example's manager and copies it out of the shared `target/debug/manager`.
+/// Builds the example's manager as its `make test` and `make verify` do (with the test targets,
+/// so nothing is compiled twice) and copies it out of the shared `target/debug/manager`.
 fn build_manager(name: &str, dir: &Path) -> PathBuf {
     let _turn = one_build_at_a_time();
-    run(dir, "cargo", &["build", "-q", "--bin", "manager"]);
+    run(dir, "make", &["--no-print-directory", "build"]);
     let out = target_dir().join("tmp/example-managers").join(name);
     std::fs::create_dir_all(&out).unwrap();
     let binary = out.join("manager");

@@ -20,7 +20,7 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-use crate::shared_target::{one_project_at_a_time, target_dir};
+use crate::shared_target::{one_project_at_a_time, project_command};
 
 fn bundle_tool() -> &'static str {
     env!("CARGO_BIN_EXE_bundle-tool")
@@ -28,17 +28,21 @@ fn bundle_tool() -> &'static str {
 
 /// Runs a command in `dir`, failing the test with its output when it fails.
 fn run(dir: &Path, program: &str, args: &[&str]) -> String {
+    run_command(program, args, project_command(dir, program))
+}
+
+/// Runs this bundle-tool in `dir` at a fixed time (`SOURCE_DATE_EPOCH` for bundle-tool only:
+/// the projects' builds must see the value this repository's do, see [`project_command`]).
+fn bt(dir: &Path, args: &[&str]) -> String {
+    let mut command = project_command(dir, bundle_tool());
+    command.env("SOURCE_DATE_EPOCH", "1700000000");
+    run_command(bundle_tool(), args, command)
+}
+
+fn run_command(program: &str, args: &[&str], mut command: Command) -> String {
     let started = Instant::now();
-    let out = Command::new(program)
+    let out = command
         .args(args)
-        .current_dir(dir)
-        .env("CARGO_TARGET_DIR", target_dir())
-        .env("BUNDLE_TOOL", bundle_tool())
-        .env("SOURCE_DATE_EPOCH", "1700000000")
-        .env_remove("RUST_LOG")
-        .env_remove("CARGO_MAKEFLAGS")
-        .env_remove("MAKEFLAGS")
-        .env_remove("MFLAGS")
         .output()
         .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -55,10 +59,6 @@ fn run(dir: &Path, program: &str, args: &[&str]) -> String {
         args.join(" ")
     );
     stdout
-}
-
-fn bt(dir: &Path, args: &[&str]) -> String {
-    run(dir, bundle_tool(), args)
 }
 
 fn read(dir: &Path, file: &str) -> String {

@@ -5,6 +5,7 @@
 //! tests, at a time across both suites (they run in this one test process).
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 static ONE_PROJECT_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -21,4 +22,22 @@ pub fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+}
+
+/// `program` to run in one of those projects (`make`, `cargo`, `sh`), building in the shared
+/// target directory with this bundle-tool. It gets this process' environment otherwise, and
+/// `SOURCE_DATE_EPOCH` in particular is left as it is: Cargo reruns the build scripts that read
+/// it (cc's, in ring) when it changes, so a value of the projects' own would rebuild most of the
+/// shared dependencies each time a build of this repository and one of theirs alternate.
+pub fn project_command(dir: &Path, program: &str) -> Command {
+    let mut command = Command::new(program);
+    command
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("BUNDLE_TOOL", env!("CARGO_BIN_EXE_bundle-tool"))
+        .env_remove("RUST_LOG")
+        .env_remove("CARGO_MAKEFLAGS")
+        .env_remove("MAKEFLAGS")
+        .env_remove("MFLAGS");
+    command
 }

@@ -25,14 +25,21 @@ IMAGE_TAG_BASE ?= {{image_tag_base}}
 LAYOUT ?= images
 RELEASE_FLAGS ?=
 # Reproducible timestamps (CSV createdAt, image configs): the last commit's time, unless set.
+# Given to bundle-tool, not exported to every command: Cargo reruns the build scripts that read
+# it (cc's, in ring) when it changes, and with them most dependencies, so builds that share a
+# target directory must all see the same value.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
-export SOURCE_DATE_EPOCH
+RELEASE_ENV = SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)
 
 STATIC := target/static
 RELEASE_ARGS = --version $(VERSION)$(foreach c,$(CHANNELS), --channel $(c))$(if $(DEFAULT_CHANNEL), --default-channel $(DEFAULT_CHANNEL))
 # The manager binary (debug): built once per target that runs it, then called directly. (Two
 # projects sharing one CARGO_TARGET_DIR share this path too: run them one at a time.)
 MANAGER := $(or $(CARGO_TARGET_DIR),target)/debug/manager
+# How it is built: with the test targets, as `make test` builds it, so that the manager and the
+# tests share one compile. (`cargo build --bin manager` alone resolves the dependencies'
+# features without the dev-dependencies: a second build of most crates.)
+BUILD := $(CARGO) build -q --workspace --bins --tests
 # This workspace's packages (`cargo fmt --all` would also format the toolkit's path dependencies).
 PACKAGES := -p {{project}} -p {{api_package}}
 # The roles `manager rbac --output-dir` writes.
@@ -49,8 +56,8 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: build
-build: ## Build the manager (debug).
-	$(CARGO) build --workspace --bins
+build: ## Build the manager (debug) and the tests.
+	$(BUILD)
 
 .PHONY: fmt
 fmt: ## Format the code.
@@ -63,13 +70,13 @@ lint: ## cargo fmt --check and clippy with warnings as errors.
 
 .PHONY: manifests
 manifests: ## Regenerate the CRDs (config/crd/bases) and RBAC roles (config/rbac) from the Rust code.
-	$(CARGO) build -q --bin manager
+	$(BUILD)
 	$(MANAGER) crd --output-dir config/crd/bases
 	$(MANAGER) rbac --output-dir config/rbac
 
 .PHONY: verify
 verify: ## Fail when config/ is not what the code generates; generate and validate the OLM bundle.
-	$(CARGO) build -q --bin manager
+	$(BUILD)
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(MANAGER) crd --output-dir "$$tmp/crd"; \
 	$(MANAGER) rbac --output-dir "$$tmp/rbac"; \
@@ -110,19 +117,20 @@ check-version:
 .PHONY: release
 release: check-version ## Release VERSION: bundle, catalog entries and images in ./images, all or nothing.
 	$(MAKE) --no-print-directory static
-	$(BUNDLE_TOOL) release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) \
+	$(RELEASE_ENV) $(BUNDLE_TOOL) release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) \
 	  --operator-binary $(STATIC)/manager $(if $(CATALOG_SERVER),--catalog-server $(CATALOG_SERVER)) \
 	  --layout $(LAYOUT) $(RELEASE_FLAGS)
 
 .PHONY: release-plan
 release-plan: check-version ## Show what `make release VERSION=X` would change, changing nothing.
-	$(BUNDLE_TOOL) release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) --plan $(RELEASE_FLAGS)
+	$(RELEASE_ENV) $(BUNDLE_TOOL) release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) --plan $(RELEASE_FLAGS)
 
 ##@ Cluster (needs a kubeconfig)
 
 .PHONY: run
 run: ## Run the manager against the current kubeconfig's cluster (CRDs installed: make install).
-	$(CARGO) run --bin manager -- run --disable-webhook --metrics-secure=false
+	$(BUILD)
+	$(MANAGER) run --disable-webhook --metrics-secure=false
 
 .PHONY: install
 install: ## Install the CRDs into the cluster.
