@@ -655,6 +655,25 @@ fn leftovers(dir: &Path) -> Vec<String> {
     out
 }
 
+/// `kubectl kustomize config/manifests` of this repository, rendered once into `dir`: the
+/// crash suites run a release per crash point, and rendering is most of a debug release's time
+/// (the default `--kustomize config/manifests` of every run, which the other suites cover).
+fn rendered_manifests(dir: &Path) -> String {
+    let out = std::process::Command::new("kubectl")
+        .arg("kustomize")
+        .arg(root().join("config/manifests"))
+        .output()
+        .expect("run kubectl kustomize");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = dir.join("manifests.yaml");
+    std::fs::write(&file, out.stdout).unwrap();
+    file.to_str().unwrap().to_string()
+}
+
 /// Crash safety: `release` is aborted (no cleanup, as `kill -9` leaves it) at every durability
 /// step in turn — each file write, fsync and rename of the changeset and of the OCI layout
 /// writer, counted by the `OLMKIT_CRASH_AT` hook — until a run gets through. After each crash,
@@ -666,6 +685,7 @@ fn a_release_killed_at_any_write_fsync_or_rename_recovers_to_old_or_new() {
     let tmp = tempfile::tempdir().unwrap();
     let op = static_binary(tmp.path(), "operator");
     let server = static_binary(tmp.path(), "catalog-server");
+    let manifests = rendered_manifests(tmp.path());
     let second: Vec<&str> = vec![
         "--version",
         "0.2.0",
@@ -679,9 +699,17 @@ fn a_release_killed_at_any_write_fsync_or_rename_recovers_to_old_or_new() {
         op.to_str().unwrap(),
         "--catalog-server",
         server.to_str().unwrap(),
+        "--manifests",
+        &manifests,
     ];
     let base = Project::new();
-    base.release_ok(&["--version", "0.1.0", "--no-images"]);
+    base.release_ok(&[
+        "--version",
+        "0.1.0",
+        "--no-images",
+        "--manifests",
+        &manifests,
+    ]);
     let old = base.state().0;
     let reference = Project::new();
     copy_dir(base.dir(), reference.dir());
@@ -897,6 +925,8 @@ fn run_readers(dir: &Path, no_repair: bool) -> Vec<(&'static str, Seen, String)>
 /// refused, and the tree left alone), then as the owner (the first reader completes the commit).
 #[test]
 fn readers_after_a_release_killed_at_any_step_see_old_or_new_or_refuse() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifests = rendered_manifests(tmp.path());
     let second: &[&str] = &[
         "--version",
         "0.2.0",
@@ -907,9 +937,17 @@ fn readers_after_a_release_killed_at_any_step_see_old_or_new_or_refuse() {
         "--default-channel",
         "stable",
         "--no-images",
+        "--manifests",
+        &manifests,
     ];
     let base = Project::new();
-    base.release_ok(&["--version", "0.1.0", "--no-images"]);
+    base.release_ok(&[
+        "--version",
+        "0.1.0",
+        "--no-images",
+        "--manifests",
+        &manifests,
+    ]);
     let old = base.state().0;
     let reference = Project::new();
     copy_dir(base.dir(), reference.dir());
