@@ -112,22 +112,9 @@ test-unit: ## Fast tier, no setup (toolchain and kubectl only): unit tests of ev
 test-e2e: setup ## Install what the tests need, then run only the e2e suites (the e2e_* modules of each package's tests/it/).
 	$(CARGO) test --workspace --no-fail-fast --tests -- $(E2E)
 
-# With cargo-nextest installed (.config/nextest.toml), every test binary's tests share one queue,
-# so the slow end of one binary overlaps the next instead of leaving a core idle; nextest does
-# not run doc tests, `cargo test --doc` does. Without it, `cargo test`.
 .PHONY: test
 test: setup ## Full tier: install what the tests need, then run every test (unit, property, snapshot, e2e), verify and lint.
-	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
-	  status=0; \
-	  echo "$(CARGO) nextest run --workspace --no-fail-fast" >&2; \
-	  $(CARGO) nextest run --workspace --no-fail-fast || status=1; \
-	  echo "$(CARGO) test --workspace --doc" >&2; \
-	  $(CARGO) test --workspace --doc || status=1; \
-	  exit $$status; \
-	else \
-	  echo "$(CARGO) test --workspace --no-fail-fast (cargo-nextest is not installed)" >&2; \
-	  $(CARGO) test --workspace --no-fail-fast; \
-	fi
+	$(CARGO) test --workspace --no-fail-fast
 	$(MAKE) --no-print-directory verify
 	$(MAKE) --no-print-directory lint
 
