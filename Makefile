@@ -58,8 +58,8 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: build
-build: ## Build every binary (debug).
-	$(CARGO) build --workspace --bins
+build: ## Build every binary (debug), with the test targets as `make test` builds them (one compile for both).
+	$(BUILD)
 
 .PHONY: fmt
 fmt: ## Format the code.
