@@ -12,6 +12,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::harness::image_harness::kustomized;
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -415,20 +416,6 @@ fn new_files(project: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
 
 fn expected(which: &str) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
     tree(&sdk_fixture().join("expected").join(which))
-}
-
-fn kustomized(project: &Path) -> Vec<u8> {
-    let out = std::process::Command::new("kubectl")
-        .arg("kustomize")
-        .arg(project.join("config/manifests"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
 }
 
 /// `make bundle`'s invocation (BUNDLE_GEN_FLAGS of the go/v4 Makefile).

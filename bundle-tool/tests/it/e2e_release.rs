@@ -659,18 +659,8 @@ fn leftovers(dir: &Path) -> Vec<String> {
 /// crash suites run a release per crash point, and rendering is most of a debug release's time
 /// (the default `--kustomize config/manifests` of every run, which the other suites cover).
 fn rendered_manifests(dir: &Path) -> String {
-    let out = std::process::Command::new("kubectl")
-        .arg("kustomize")
-        .arg(root().join("config/manifests"))
-        .output()
-        .expect("run kubectl kustomize");
-    assert!(
-        out.status.success(),
-        "kubectl kustomize: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let file = dir.join("manifests.yaml");
-    std::fs::write(&file, out.stdout).unwrap();
+    std::fs::write(&file, kustomized(&root())).unwrap();
     file.to_str().unwrap().to_string()
 }
 

@@ -86,6 +86,22 @@ pub fn static_binary(dir: &Path, name: &str) -> PathBuf {
     out
 }
 
+/// `kubectl kustomize <project>/config/manifests`: the stream `generate bundle --manifests -`
+/// and `release --manifests` read.
+pub fn kustomized(project: &Path) -> Vec<u8> {
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(project.join("config/manifests"))
+        .output()
+        .expect("run kubectl kustomize");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// Copies a directory tree.
 pub fn copy_dir(from: &Path, to: &Path) {
     for (rel, bytes) in olmkit_core::fsio::read_tree(from).unwrap() {
