@@ -51,7 +51,9 @@ marker comments: keep the markers where they are.
 `help`, `build`, `fmt`, `lint`, `manifests`, `verify`, `test`, `test-unit`, `static`, `release`,
 `release-plan`, `run`, `install`, `uninstall`, `deploy`, `undeploy`. `BUNDLE_TOOL` (default
 `bundle-tool` on `PATH`) and `CATALOG_SERVER` (default `catalog-server` on `PATH`) name the
-toolkit's binaries.
+toolkit's binaries. Every build they make compiles this workspace's crates with clippy
+(`RUSTC_WORKSPACE_WRAPPER=clippy-driver`, warnings as errors), as kubebuilder's targets run
+`go vet`; `make lint` adds the format check and the targets not built yet.
 
 ## Toolkit dependencies
 
