@@ -181,6 +181,9 @@ pub(crate) fn profiles(roots: &[&str]) -> String {
                 .trim_matches(|c| c == '[' || c == ']')
                 .split_once(".package.")
             {
+                // `"*"` (every dependency) must be the toolkit's too: a project that differs
+                // there shares none of the toolkit's compiled dependencies.
+                Some((_, "\"*\"")) => true,
                 Some((_, package)) => used.contains(package) && !NOT_INHERITED.contains(&package),
                 None => true,
             };
@@ -219,6 +222,10 @@ mod tests {
         assert!(p.contains("[profile.dev.package.sha2]"), "{p}");
         assert!(!p.contains("zlib-rs"), "{p}");
         assert!(p.contains("[profile.dev.package.serde-saphyr]"), "{p}");
+        assert!(
+            p.contains("[profile.dev.package.\"*\"]\ndebug = false"),
+            "{p}"
+        );
         for not_inherited in NOT_INHERITED {
             assert!(!p.contains(not_inherited), "{p}");
         }
