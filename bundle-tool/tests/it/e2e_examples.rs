@@ -186,20 +186,14 @@ fn each_example_is_its_scaffold_plus_its_listed_edits() {
     );
 }
 
-#[test]
-fn each_example_passes_its_own_tests_and_verify() {
-    for (_, dir) in examples() {
-        let _turn = one_build_at_a_time();
-        run(&dir, "make", &["--no-print-directory", "test"]);
-        run(&dir, "make", &["--no-print-directory", "verify"]);
-    }
-}
-
-/// Builds the example's manager as its `make test` and `make verify` do (with the test targets,
-/// so nothing is compiled twice) and copies it out of the shared `target/debug/manager`.
-fn build_manager(name: &str, dir: &Path) -> PathBuf {
+/// Runs the example's own `make test` and `make verify`, then copies the manager they built
+/// (with the test targets) out of the shared `target/debug/manager`. One test does this and
+/// the OLM installs: two tests taking turns at the shared target directory kept a second test
+/// thread waiting on it, with the other suites queued behind.
+fn test_verify_and_keep_manager(name: &str, dir: &Path) -> PathBuf {
     let _turn = one_build_at_a_time();
-    run(dir, "make", &["--no-print-directory", "build"]);
+    run(dir, "make", &["--no-print-directory", "test"]);
+    run(dir, "make", &["--no-print-directory", "verify"]);
     let out = target_dir().join("tmp/example-managers").join(name);
     std::fs::create_dir_all(&out).unwrap();
     let binary = out.join("manager");
@@ -574,11 +568,11 @@ fn denied(env: &Env, service_account: &str) -> BTreeMap<String, usize> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_example_installs_through_olm_from_the_catalog_and_reconciles_its_sample() {
+async fn each_example_passes_its_own_tests_and_verify_then_installs_through_olm_and_reconciles() {
     let examples = examples();
     let binaries: Vec<PathBuf> = examples
         .iter()
-        .map(|(name, dir)| build_manager(name, dir))
+        .map(|(name, dir)| test_verify_and_keep_manager(name, dir))
         .collect();
     let (env, _olm) = olm_cluster().await;
     let (_server, address) = serve_catalog(env.dir.path());

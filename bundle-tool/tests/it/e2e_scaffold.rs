@@ -127,9 +127,16 @@ fn init(parent: &Path, name: &str, extra: &[&str]) -> PathBuf {
     dir
 }
 
+/// Both projects in one test: two tests taking turns at the shared target directory kept a
+/// second test thread waiting on it, with the other suites queued behind.
 #[test]
-fn deploy_image_project_builds_tests_and_releases() {
+fn deploy_image_and_plain_projects_build_test_and_release() {
     let _one = one_project_at_a_time();
+    deploy_image_project();
+    plain_project();
+}
+
+fn deploy_image_project() {
     let started = Instant::now();
     let tmp = tempfile::tempdir().unwrap();
     let dir = init(
@@ -233,9 +240,7 @@ fn deploy_image_project_builds_tests_and_releases() {
     );
 }
 
-#[test]
-fn plain_project_builds_tests_and_releases() {
-    let _one = one_project_at_a_time();
+fn plain_project() {
     let started = Instant::now();
     let tmp = tempfile::tempdir().unwrap();
     let dir = init(tmp.path(), "notes-operator", &[]);
