@@ -157,7 +157,7 @@ check-version:
 
 .PHONY: release
 release: check-version ## Release VERSION: bundle, catalog entries and images in ./images, all or nothing.
-	@echo "release: compile (static release binaries; about 6 min cold on 2 cores, seconds when built)" >&2
+	@echo "release: compile (static release binaries; about 9 min cold on 2 cores, seconds when built)" >&2
 	$(MAKE) --no-print-directory static
 	$(RELEASE_ENV) $(STATIC)/bundle-tool release $(RELEASE_ARGS) --operator-repo $(IMAGE_TAG_BASE) \
 	  --operator-binary $(STATIC)/operator --catalog-server $(STATIC)/catalog-server \
