@@ -395,14 +395,21 @@ impl Conversion<'_> {
     }
 
     /// Converts one object's text, unless holding it would exceed the limit.
+    /// `describe`: whether a failure's message is wanted (only the first
+    /// [`MAX_LISTED_FAILURES`] are listed; rendering the rest would only cost CPU, which a
+    /// review of a million failing objects would otherwise spend).
     fn convert<'t>(
         &mut self,
         text: &'t str,
+        describe: bool,
         charge: &mut dyn FnMut(usize) -> Result<(), Refused>,
     ) -> Result<Result<Converted<Cow<'t, str>>, String>, ()> {
         let cost = parse_cost(text);
         let excess = self.out.allocated().saturating_sub(self.answer_allowance);
         if self.base.saturating_add(excess).saturating_add(cost) > self.limit {
+            if !describe {
+                return Ok(Err(String::new()));
+            }
             return Ok(Err(format!(
                 "converting it would take about {} MiB (its text and {} JSON values), more than \
                  the webhook may hold ({} MiB, --webhook-max-inflight-bytes)",
@@ -418,9 +425,13 @@ impl Conversion<'_> {
         let kind = kind_of(text);
         Ok(
             match converter_for(self.converters, self.desired, kind.as_deref()) {
-                Some(c) => c
-                    .convert_str(text, self.desired)
-                    .map_err(|e| without_position(e.to_string())),
+                Some(c) => c.convert_str(text, self.desired).map_err(|e| {
+                    if describe {
+                        without_position(e.to_string())
+                    } else {
+                        String::new()
+                    }
+                }),
                 None => Err("this webhook serves no resource".to_string()),
             },
         )
@@ -434,7 +445,8 @@ impl Conversion<'_> {
     ) -> Result<(), ()> {
         let index = self.total;
         self.total += 1;
-        match self.convert(raw.get(), charge)? {
+        let describe = self.listed.len() < MAX_LISTED_FAILURES;
+        match self.convert(raw.get(), describe, charge)? {
             Ok(converted) => {
                 if self.failures == 0 {
                     if index > 0 {
