@@ -1,9 +1,11 @@
 """Generates Python gRPC stubs for a registry.proto at test time (grpcio-tools' protoc), into a
-temporary directory, and imports them. The proto is either the project's own
+temporary directory, imports them and removes the directory (the modules stay loaded; a
+directory per run would pile up in /tmp). The proto is either the project's own
 (bundle-tool/crates/olmkit-catalog-server/proto/registry.proto) or operator-registry's upstream file."""
 
 import importlib
 import importlib.resources
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -26,7 +28,11 @@ def load(proto: Path):
     if rc != 0:
         raise SystemExit(f"protoc failed ({rc}) on {proto}")
     sys.path.insert(0, str(out))
-    stem = proto.stem
-    pb2 = importlib.import_module(f"{stem}_pb2")
-    grpc_mod = importlib.import_module(f"{stem}_pb2_grpc")
+    try:
+        stem = proto.stem
+        pb2 = importlib.import_module(f"{stem}_pb2")
+        grpc_mod = importlib.import_module(f"{stem}_pb2_grpc")
+    finally:
+        sys.path.remove(str(out))
+        shutil.rmtree(out, ignore_errors=True)
     return pb2, grpc_mod

@@ -7,6 +7,10 @@ mod harness;
 
 mod shared_target;
 
+// First in name order, which is the order libtest starts tests in: its project builds are the
+// longest test but one, and started last (as `e2e_scaffold`) they were the binary's last
+// half-minute, one test thread busy and the other idle.
+mod e2e_authoring;
 mod e2e_bundle_generate;
 mod e2e_bundle_validate;
 mod e2e_catalog_cli;
@@ -24,5 +28,4 @@ mod e2e_readme_examples;
 mod e2e_registry_serve;
 mod e2e_release;
 mod e2e_run_bundle;
-mod e2e_scaffold;
 mod e2e_symlink_escape;

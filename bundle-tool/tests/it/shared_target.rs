@@ -1,4 +1,4 @@
-//! What the suites that build other Cargo projects (`e2e_scaffold`'s generated projects,
+//! What the suites that build other Cargo projects (`e2e_authoring`'s generated projects,
 //! `e2e_examples`' example operators) share: this repository's target directory, where those
 //! projects build so that they reuse its compiled dependencies. They all name their binary
 //! `manager`, so `target/debug/manager` is one path for all of them: one build, or one project's

@@ -180,9 +180,22 @@ fn errors_name_the_problem() {
         err(good, "demo.example.com/v2"),
         "apiVersion \"demo.example.com/v2\" is not a served version (v1alpha1, v1beta1, v1)"
     );
-    assert_eq!(
-        err("[1]", "demo.example.com/v1"),
-        "object is not a JSON object"
+    for not_an_object in ["[1]", "0", " \n\"x\"", "null", "", "not json"] {
+        assert_eq!(
+            err(not_an_object, "demo.example.com/v1"),
+            "object is not a JSON object",
+            "{not_an_object:?}"
+        );
+    }
+    // JSON's whitespace before an object is still an object.
+    let spaced = format!(" \t\r\n{good}");
+    let converted = widgets()
+        .convert_str(&spaced, "demo.example.com/v1alpha1")
+        .unwrap();
+    assert!(
+        converted.object.contains("v1alpha1"),
+        "{}",
+        converted.object
     );
     assert_eq!(
         err(r#"{"kind":"Widget"}"#, "demo.example.com/v1"),

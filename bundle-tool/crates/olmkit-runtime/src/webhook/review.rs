@@ -198,6 +198,9 @@ fn kind_of(object: &str) -> Option<String> {
     struct Kind {
         kind: Option<String>,
     }
+    if !crate::conversion::opens_an_object(object) {
+        return None;
+    }
     serde_json::from_str::<Kind>(object).ok()?.kind
 }
 

@@ -1,5 +1,5 @@
-//! `bundle-tool init` and `bundle-tool create api` end to end: from an empty directory to a
-//! project that builds, passes its own tests (its manager against the API-server stand-in),
+//! Authoring an operator: `bundle-tool init` and `bundle-tool create api` end to end, from an
+//! empty directory to a project that builds, passes its own tests (its manager against the API-server stand-in),
 //! `make verify`, `make lint`, and whose OLM bundle generates and validates.
 //!
 //! One project per mode, reused across the checks: a deploy-image kind (then a second version
