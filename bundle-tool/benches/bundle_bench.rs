@@ -139,7 +139,7 @@ fn main() {
     let project = root().join("tests/fixtures/bundle/memcached-project");
     let stream = std::fs::read(project.join("kustomized.yaml")).expect("fixture stream");
     let options = GenerateOptions {
-        version: "0.1.0".into(),
+        version: Some(semver::Version::new(0, 1, 0)),
         created_at: "2023-11-14T22:13:20Z".into(),
         builder: "bundle-tool-bench".into(),
         ..Default::default()

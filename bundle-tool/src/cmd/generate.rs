@@ -598,9 +598,9 @@ fn generate_options(a: &BundleArgs, package: Option<String>) -> Result<GenerateO
         version: a
             .version
             .as_deref()
-            .unwrap_or("")
-            .trim_start_matches('v')
-            .to_string(),
+            .map(olmkit_bundle::generate::parse_version_flag)
+            .transpose()
+            .map_err(gen_err)?,
         package,
         channels: a.channels.clone(),
         default_channel: a.default_channel.clone(),

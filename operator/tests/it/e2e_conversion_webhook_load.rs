@@ -238,13 +238,13 @@ enum Outcome {
     Refused {
         retry_after: String,
     },
-    /// The connection closed under the review: over HTTP/1.1 the webhook answers a refused
-    /// review (`429`) without reading its body and hangs up, so a client still writing 2 MiB
-    /// can see the hang-up before the answer; and at the connection cap it closes the
-    /// connection idle longest, which a client may be starting to reuse at that moment (the
-    /// keep-alive race: the request goes out, the close comes back). kube-apiserver's webhook
+    /// The connection closed while the review was still being sent: over HTTP/1.1 the webhook
+    /// answers a refused review (`429`) without reading its body and hangs up, so a client
+    /// still writing 2 MiB can see the hang-up before the answer. kube-apiserver's webhook
     /// client retries such a reset (`DefaultShouldRetry` in k8s.io/apiserver/pkg/util/webhook
-    /// retries `utilnet.IsConnectionReset` errors), and so do the attackers here.
+    /// retries `utilnet.IsConnectionReset` errors), and so do the attackers here. (A connection
+    /// closed before the review went out, or before its answer, is not one: at the connection
+    /// cap the webhook closes only connections idle longer than the Retry-After it sends.)
     Reset(String),
     /// Anything else (status, what went wrong): counted, then reported.
     Unexpected(String),
@@ -265,7 +265,7 @@ async fn send(
         .await
     {
         Ok(response) => response,
-        Err(e) if hung_up(&e) => return Outcome::Reset(format!("{e:?}")),
+        Err(e) if hung_up_while_sending(&e) => return Outcome::Reset(format!("{e:?}")),
         Err(e) => return Outcome::Unexpected(format!("request failed: {e:?}")),
     };
     let status = response.status().as_u16();
@@ -311,16 +311,10 @@ async fn send(
 }
 
 /// Whether `e` is the peer closing the connection (broken pipe, reset) while the request was
-/// being sent, or before its answer began (hyper's "incomplete message").
-fn hung_up(e: &reqwest::Error) -> bool {
+/// being sent.
+fn hung_up_while_sending(e: &reqwest::Error) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
     while let Some(err) = source {
-        if err
-            .downcast_ref::<hyper::Error>()
-            .is_some_and(hyper::Error::is_incomplete_message)
-        {
-            return true;
-        }
         if let Some(io) = err.downcast_ref::<std::io::Error>() {
             return matches!(
                 io.kind(),

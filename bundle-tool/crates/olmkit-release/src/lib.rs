@@ -118,8 +118,7 @@ pub struct ReleaseConfig {
 }
 
 impl ReleaseConfig {
-    /// The bundle generator's options for this release (the version formatted for
-    /// olmkit-bundle, which takes it as written).
+    /// The bundle generator's options for this release.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn generate_options(
         &self,
@@ -131,7 +130,7 @@ impl ReleaseConfig {
         default_channel: Option<String>,
     ) -> olmkit_bundle::generate::GenerateOptions {
         olmkit_bundle::generate::GenerateOptions {
-            version: version.to_string(),
+            version: Some(version.clone()),
             package: self.package.clone(),
             channels: self.channels.clone(),
             default_channel,

@@ -41,8 +41,9 @@ use thiserror::Error;
 /// Settings of one generation (the command-line flags).
 #[derive(Clone, Debug, Default)]
 pub struct GenerateOptions {
-    /// Bundle version (semver), e.g. `0.1.0`.
-    pub version: String,
+    /// Bundle version (`--version`, parsed by [`parse_version_flag`]); `None`: the base
+    /// CSV's `spec.version`, else 0.0.0.
+    pub version: Option<semver::Version>,
     /// Package name; defaults to the base CSV's name without its `.vX.Y.Z` suffix.
     pub package: Option<String>,
     /// Channels; defaults to `alpha` like operator-sdk.
@@ -389,6 +390,16 @@ pub fn generate_bundle(
     generate_bundle_with(inputs, options, &Settings::default())
 }
 
+/// `--version` as operator-sdk's `generate bundle` takes it: a semantic version, with or
+/// without a leading `v`. The one place the flag's text becomes a version.
+pub fn parse_version_flag(text: &str) -> Result<semver::Version, GenerateBundleError> {
+    semver::Version::parse(text.trim_start_matches('v')).map_err(|e| GenerateBundleError::Option {
+        flag: "version",
+        value: text.to_string(),
+        message: format!("not a semantic version (MAJOR.MINOR.PATCH): {e}"),
+    })
+}
+
 /// The bundle version: `--version`, else the base CSV's `spec.version` (operator-sdk keeps the
 /// base's name and version when `--version` is not set), else 0.0.0.
 fn bundle_version(
@@ -396,13 +407,8 @@ fn bundle_version(
     c: &collect::Collected,
     notes: &mut Vec<String>,
 ) -> Result<semver::Version, GenerateBundleError> {
-    let bad = |value: &str, e: semver::Error| GenerateBundleError::Option {
-        flag: "version",
-        value: value.to_string(),
-        message: format!("not a semantic version (MAJOR.MINOR.PATCH): {e}"),
-    };
-    if !options.version.is_empty() {
-        return semver::Version::parse(&options.version).map_err(|e| bad(&options.version, e));
+    if let Some(version) = &options.version {
+        return Ok(version.clone());
     }
     let from_base = c
         .base_csv
@@ -426,13 +432,6 @@ pub fn generate_bundle_with(
     options: &GenerateOptions,
     settings: &Settings,
 ) -> Result<GeneratedBundle, GenerateBundleError> {
-    if !options.version.is_empty() {
-        semver::Version::parse(&options.version).map_err(|e| GenerateBundleError::Option {
-            flag: "version",
-            value: options.version.clone(),
-            message: format!("not a semantic version (MAJOR.MINOR.PATCH): {e}"),
-        })?;
-    }
     let mut notes = Vec::new();
     let collected = collect::collect(inputs, options.package.as_deref(), &mut notes)?;
     let version = bundle_version(options, &collected, &mut notes)?;

@@ -247,16 +247,11 @@ fn flags_set_upgrade_edges_and_channels() {
     );
     assert!(!report.has_errors(), "{}", report.render_text());
 
-    for (field, bad) in [
-        ("skip_range", ">=1.0"),
-        ("replaces", "not a csv"),
-        ("version", "1.0"),
-    ] {
+    for (field, bad) in [("skip_range", ">=1.0"), ("replaces", "not a csv")] {
         let mut o = options();
         match field {
             "skip_range" => o.skip_range = Some(bad.into()),
-            "replaces" => o.replaces = Some(bad.into()),
-            _ => o.version = bad.into(),
+            _ => o.replaces = Some(bad.into()),
         }
         let err = generate_bundle(
             &GenerateInputs {
@@ -268,6 +263,27 @@ fn flags_set_upgrade_edges_and_channels() {
         .unwrap_err();
         assert!(matches!(err, GenerateBundleError::Option { .. }), "{err}");
         assert!(err.to_string().contains(bad), "{err}");
+    }
+}
+
+/// `--version` is parsed once, where the flag is read: a leading `v` is dropped, anything but
+/// `MAJOR.MINOR.PATCH[-pre][+build]` is an error naming the flag and its text.
+#[test]
+fn the_version_flag_is_a_semantic_version_with_or_without_v() {
+    use olmkit_bundle::generate::parse_version_flag;
+    assert_eq!(
+        parse_version_flag("v0.2.0-rc.1").unwrap(),
+        semver::Version::parse("0.2.0-rc.1").unwrap()
+    );
+    assert_eq!(
+        parse_version_flag("1.2.3").unwrap(),
+        semver::Version::new(1, 2, 3)
+    );
+    for bad in ["1.0", "one", "", "1.2.3.4"] {
+        let err = parse_version_flag(bad).unwrap_err();
+        assert!(matches!(err, GenerateBundleError::Option { .. }), "{err}");
+        assert!(err.to_string().contains(&format!("{bad:?}")), "{err}");
+        assert!(err.to_string().contains("not a semantic version"), "{err}");
     }
 }
 
@@ -815,7 +831,7 @@ fn version_comes_from_the_base_when_not_given_and_base_is_chosen_by_package() {
     let b = generate_with(
         stream(),
         &GenerateOptions {
-            version: String::new(),
+            version: None,
             ..options()
         },
     );

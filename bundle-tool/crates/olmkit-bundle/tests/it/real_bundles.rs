@@ -470,7 +470,7 @@ fn authorino_0_13_0_regenerated_from_its_own_manifests_matches_the_published_bun
     let dir = fixtures().join("real-bundles/authorino-operator/0.13.0");
     let original = load_bundle_dir(&dir).unwrap();
     let options = GenerateOptions {
-        version: "0.13.0".into(),
+        version: Some(semver::Version::new(0, 13, 0)),
         channels: vec!["stable".into()],
         default_channel: Some("stable".into()),
         replaces: Some("authorino-operator.v0.12.0".into()),

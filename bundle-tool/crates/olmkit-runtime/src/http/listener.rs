@@ -3,7 +3,7 @@
 //! everywhere, so no port can be held open or made to buffer without bound:
 //!
 //! - **a connection cap** ([`ConnectionLimits::max_connections`]): at the cap, the connection
-//!   that has been idle longest (no request in flight, for a second at least) is closed to make
+//!   that has been idle longest (no request in flight, for two seconds at least) is closed to make
 //!   room, so idle and trickling clients cannot lock others out; while none qualifies, accepting
 //!   waits (the kernel queues new connections meanwhile, first come first served);
 //! - **a header read timeout** ([`ConnectionLimits::header_read_timeout`]): the TLS handshake
@@ -89,7 +89,11 @@ pub const REQUEST_BYTES: usize = H2_MAX_HEADER_LIST as usize + H2_MAX_SEND_BUF +
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// At the cap, only connections idle at least this long (or the idle timeout, if shorter) are
 /// closed to make room: a client between two requests is not cut off as it sends the next.
-const EVICTABLE_AFTER: Duration = Duration::from_secs(1);
+/// That includes a client the webhook told to come back (`429`, `Retry-After: 1`): client-go
+/// sleeps exactly the Retry-After, then sends on the same connection (`IsNextRetry` in
+/// k8s.io/client-go/rest/with_retry.go), and Go's transport does not resend a POST whose
+/// connection closed under it. At one second, as before, the eviction met that retry.
+pub(crate) const EVICTABLE_AFTER: Duration = Duration::from_secs(2);
 /// How often the accept loop, waiting at the cap, looks for a connection to close again.
 const EVICT_POLL: Duration = Duration::from_millis(100);
 

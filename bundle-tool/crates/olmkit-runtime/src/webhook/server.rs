@@ -36,6 +36,8 @@ pub const MAX_HEADERS: usize = 100;
 pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 /// Seconds a client told 429 should wait before retrying.
 const RETRY_AFTER_SECS: u64 = 1;
+// A client that waits as told is not evicted at the connection cap meanwhile.
+const _: () = assert!(RETRY_AFTER_SECS < crate::http::listener::EVICTABLE_AFTER.as_secs());
 
 /// Request limits of `/convert`.
 #[derive(Clone, Copy, Debug)]

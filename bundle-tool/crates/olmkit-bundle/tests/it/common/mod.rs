@@ -26,7 +26,7 @@ pub fn stream() -> Vec<Manifest> {
 
 pub fn options() -> GenerateOptions {
     GenerateOptions {
-        version: "0.1.0".into(),
+        version: Some(semver::Version::new(0, 1, 0)),
         channels: vec!["stable".into()],
         created_at: "2023-11-14T22:13:20Z".into(),
         builder: "bundle-tool-v0.1.0".into(),
