@@ -595,9 +595,12 @@ fn generate_options(a: &BundleArgs, package: Option<String>) -> Result<GenerateO
         .map(epoch::rfc3339)
         .user_hint("unset SOURCE_DATE_EPOCH or set it to seconds since 1970")?;
     Ok(GenerateOptions {
+        // An empty `--version` is no version, as in operator-sdk (`--version "$VERSION"` with
+        // VERSION unset).
         version: a
             .version
             .as_deref()
+            .filter(|v| !v.is_empty())
             .map(olmkit_bundle::generate::parse_version_flag)
             .transpose()
             .map_err(gen_err)?,

@@ -245,6 +245,35 @@ fn bad_input_names_the_document_and_writes_nothing() {
         "error: --version \"one\": not a semantic version",
     ));
 
+    // An empty --version is no version, as in operator-sdk (`--version "$VERSION"` with
+    // VERSION unset): the base CSV's, else 0.0.0 (this base CSV has none).
+    let unversioned = tempfile::tempdir().unwrap();
+    bt().args([
+        "generate",
+        "bundle",
+        "--layout",
+        "versioned",
+        "--version",
+        "",
+        "--manifests",
+        "-",
+        "--output-dir",
+    ])
+    .arg(unversioned.path())
+    .write_stdin(stream_text())
+    .assert()
+    .success()
+    .stderr(predicates::str::contains(
+        "wrote memcached-operator.v0.0.0 (",
+    ));
+    let csv = std::fs::read_to_string(
+        unversioned
+            .path()
+            .join("manifests/memcached-operator.clusterserviceversion.yaml"),
+    )
+    .unwrap();
+    assert!(csv.contains("\n  version: \"0.0.0\"\n"), "{csv}");
+
     bt().args([
         "generate",
         "bundle",
