@@ -7,13 +7,13 @@
 //! ([`epoch`]).
 //!
 //! It is also the one home of the small grammars several crates (and the operator) need, each
-//! mirroring its upstream definition: OLM skipRanges ([`version_range`], blang/semver), Go
-//! durations ([`duration`]), Dockerfile `LABEL`s ([`dockerfile`], moby's parser), Kubernetes
-//! names ([`k8s_name`], apimachinery) and image references ([`image_ref`],
-//! distribution/reference). And of how Go writes what upstream writes: JSON
-//! ([`gojson`], encoding/json's escaping and map key order) and YAML ([`goyaml`], go-yaml's
-//! emitter). And of the one lenient typed view of a ClusterServiceVersion ([`csv`]), read in
-//! place over the raw JSON.
+//! mirroring its upstream definition: OLM skipRanges and command-line versions
+//! ([`version_range`], blang/semver), Go durations ([`duration`]), Dockerfile `LABEL`s
+//! ([`dockerfile`], moby's parser), Kubernetes names ([`k8s_name`], apimachinery) and image
+//! references ([`image_ref`], distribution/reference). And of how Go writes what upstream
+//! writes: JSON ([`gojson`], encoding/json's escaping and map key order) and YAML ([`goyaml`],
+//! go-yaml's emitter). And of the one lenient typed view of a ClusterServiceVersion ([`csv`]),
+//! read in place over the raw JSON.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 

@@ -23,6 +23,14 @@ use semver::Version;
 use std::cmp::Ordering;
 use std::fmt;
 
+/// A version given on the command line (`--version` of `generate bundle` and `release`,
+/// `promote`'s version): `MAJOR.MINOR.PATCH[-pre][+build]`, with or without a leading `v`, as
+/// operator-sdk takes `generate bundle --version`. The one place that lexical rule lives;
+/// callers name the flag in their own errors.
+pub fn parse_version_flag(text: &str) -> Result<Version, semver::Error> {
+    Version::parse(text.trim_start_matches('v'))
+}
+
 /// A range could not be parsed. `reason` is blang's wording; [`fmt::Display`] shows only it,
 /// because callers name the range themselves (`invalid skipRange ">=1.0": ...`, as opm does).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -260,6 +268,15 @@ mod tests {
 
     fn v(s: &str) -> Version {
         Version::parse(s).unwrap()
+    }
+
+    #[test]
+    fn a_version_flag_may_start_with_v() {
+        assert_eq!(parse_version_flag("v1.2.3-rc.1").unwrap(), v("1.2.3-rc.1"));
+        assert_eq!(parse_version_flag("0.4.0").unwrap(), v("0.4.0"));
+        for bad in ["", "v", "1.2", "one", ">=1.0.0"] {
+            assert!(parse_version_flag(bad).is_err(), "{bad:?}");
+        }
     }
 
     fn range(s: &str) -> VersionRange {

@@ -631,7 +631,7 @@ pub fn plan_promote(
     version: &str,
     channel: &str,
 ) -> Result<ReleasePlan, PlanReleaseError> {
-    let wanted = Version::parse(version.trim_start_matches('v')).map_err(|e| {
+    let wanted = olmkit_core::version_range::parse_version_flag(version).map_err(|e| {
         PlanReleaseError::Options(format!("{version:?} is not a semver version: {e}"))
     })?;
     // Promotion never adds the package blob: without one, the plan fails validation below.

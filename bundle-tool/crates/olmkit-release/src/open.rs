@@ -72,11 +72,12 @@ pub fn open(config: ReleaseConfig, progress: &mut Progress<'_>) -> Result<Opened
     for note in recovery_notes(&recovered) {
         progress(Event::Note(&note));
     }
-    let version =
-        Version::parse(config.version.trim_start_matches('v')).map_err(|e| OpenError::Version {
+    let version = olmkit_core::version_range::parse_version_flag(&config.version).map_err(|e| {
+        OpenError::Version {
             given: config.version.clone(),
             message: e.to_string(),
-        })?;
+        }
+    })?;
     olmkit_bundle::schemas::prewarm();
     let catalog = CatalogDir::open(&config.catalog_dir).map_err(|e| {
         OpenError::Catalog(Box::new(Hinted::new(

@@ -390,10 +390,10 @@ pub fn generate_bundle(
     generate_bundle_with(inputs, options, &Settings::default())
 }
 
-/// `--version` as operator-sdk's `generate bundle` takes it: a semantic version, with or
-/// without a leading `v`. The one place the flag's text becomes a version.
+/// `--version` as operator-sdk's `generate bundle` takes it
+/// ([`olmkit_core::version_range::parse_version_flag`]), with this command's error.
 pub fn parse_version_flag(text: &str) -> Result<semver::Version, GenerateBundleError> {
-    semver::Version::parse(text.trim_start_matches('v')).map_err(|e| GenerateBundleError::Option {
+    olmkit_core::version_range::parse_version_flag(text).map_err(|e| GenerateBundleError::Option {
         flag: "version",
         value: text.to_string(),
         message: format!("not a semantic version (MAJOR.MINOR.PATCH): {e}"),
